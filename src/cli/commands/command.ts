@@ -1,0 +1,12 @@
+import type { CliIO } from '../io.ts';
+
+/**
+ * A sub-command. `run` returns the exit code for a result (0 ok, 1 drift, see EXIT in
+ * errors.ts) and throws a ConfigSyncError for what went wrong; main maps that to 2/3.
+ */
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  readonly usage: string;
+  run(args: readonly string[], io: CliIO): Promise<number>;
+}
