@@ -1,0 +1,58 @@
+// Finds the control-plane binaries, in the envtest order of precedence:
+//   1. TEST_ASSET_ETCD, TEST_ASSET_KUBE_APISERVER, TEST_ASSET_KUBE_CONTROLLER_MANAGER,
+//      TEST_ASSET_KUBECTL: one binary each, used as given;
+//   2. KUBEBUILDER_ASSETS: a directory holding all of them;
+//   3. otherwise test/cluster/build.sh, which builds them from the Go module proxy once and
+//      caches them by version (~/.cache/config-sync/kube/<version>-<go.sum hash>/).
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface ControlPlaneAssets {
+  readonly etcd: string;
+  readonly kubeApiserver: string;
+  readonly kubeControllerManager: string;
+  readonly kubectl: string;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+const overrides: Record<keyof ControlPlaneAssets, [env: string, file: string]> = {
+  etcd: ['TEST_ASSET_ETCD', 'etcd'],
+  kubeApiserver: ['TEST_ASSET_KUBE_APISERVER', 'kube-apiserver'],
+  kubeControllerManager: ['TEST_ASSET_KUBE_CONTROLLER_MANAGER', 'kube-controller-manager'],
+  kubectl: ['TEST_ASSET_KUBECTL', 'kubectl'],
+};
+
+function assertExecutable(file: string, origin: string): string {
+  try {
+    accessSync(file, constants.X_OK);
+  } catch (cause) {
+    throw new Error(`control-plane binary ${file} (from ${origin}) is missing or not executable`, { cause });
+  }
+  return file;
+}
+
+/** Builds (or finds in the cache) the binaries; returns their directory. Slow only the first time. */
+export function buildAssets(): string {
+  const out = execFileSync('bash', [path.join(here, 'build.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const dir = out.trim().split('\n').at(-1);
+  if (!dir) throw new Error('test/cluster/build.sh printed no asset directory');
+  return dir;
+}
+
+export function resolveAssets(env: NodeJS.ProcessEnv = process.env): ControlPlaneAssets {
+  const entries = Object.entries(overrides) as [keyof ControlPlaneAssets, [string, string]][];
+  const missing = entries.filter(([, [envName]]) => !env[envName]);
+  const dir = missing.length === 0 ? '' : buildAssets();
+  const resolved = {} as Record<keyof ControlPlaneAssets, string>;
+  for (const [key, [envName, file]] of entries) {
+    const given = env[envName];
+    resolved[key] = given ? assertExecutable(given, envName) : assertExecutable(path.join(dir, file), dir);
+  }
+  return resolved;
+}

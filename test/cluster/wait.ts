@@ -1,0 +1,35 @@
+// Polls a condition until it holds or a deadline passes. Tests and the harness wait this way,
+// never with a fixed sleep: a fixed sleep is either too short on a loaded CI machine or wasted time.
+
+export interface WaitOptions {
+  /** What is being waited for, for the timeout message. */
+  readonly what: string;
+  readonly timeoutMs?: number;
+  readonly intervalMs?: number;
+  /** Checked before every attempt; a message here ends the wait at once (e.g. "etcd exited"). */
+  readonly abortIf?: () => string | undefined;
+}
+
+export async function waitFor<T>(
+  attempt: () => Promise<T | undefined> | T | undefined,
+  options: WaitOptions,
+): Promise<T> {
+  const { what, timeoutMs = 30_000, intervalMs = 100, abortIf } = options;
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    const abort = abortIf?.();
+    if (abort) throw new Error(`gave up waiting for ${what}: ${abort}`);
+    try {
+      const value = await attempt();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) {
+      const last = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

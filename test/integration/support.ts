@@ -1,0 +1,46 @@
+// Shared by integration test files: the control plane started by globalSetup, and a namespace of
+// the file's own, created before its tests and deleted after.
+import type { KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, inject } from 'vitest';
+import type { ControlPlaneInfo } from '../cluster/control-plane.ts';
+import { adminKubeConfig, createTestNamespace, deleteNamespace } from '../cluster/identities.ts';
+
+export function controlPlane(): ControlPlaneInfo {
+  return inject('controlPlane');
+}
+
+/** Registers hooks that give the calling file its own namespace; read `.name` inside tests. */
+export function useNamespace(prefix: string): { readonly name: string; readonly admin: KubeConfig } {
+  const state = { name: '', admin: undefined as KubeConfig | undefined };
+  beforeAll(async () => {
+    state.admin = adminKubeConfig(controlPlane());
+    state.name = await createTestNamespace(state.admin, prefix);
+  });
+  afterAll(async () => {
+    if (state.admin && state.name) await deleteNamespace(state.admin, state.name);
+  });
+  return {
+    get name() {
+      return state.name;
+    },
+    get admin() {
+      if (!state.admin) throw new Error('useNamespace: read .admin inside a test or hook');
+      return state.admin;
+    },
+  };
+}
+
+/** The status code of a rejected client-node call, and the API's own message. */
+export async function rejection(call: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await call;
+  } catch (error) {
+    const e = error as { code?: number; body?: unknown };
+    const body =
+      typeof e.body === 'string'
+        ? (JSON.parse(e.body) as { message?: string })
+        : (e.body as { message?: string });
+    return { code: e.code ?? 0, message: body?.message ?? String(error) };
+  }
+  throw new Error('expected the API call to be rejected, but it succeeded');
+}
