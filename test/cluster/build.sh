@@ -5,6 +5,7 @@
 # does not rebuild.
 #
 # Prints the directory holding the binaries on its last line (stdout); progress goes to stderr.
+# `build.sh --print-cache-dir` prints where the binaries are (or would be) cached, and builds nothing.
 #
 # Skipped entirely when KUBEBUILDER_ASSETS names a directory that already has all four binaries
 # (the envtest convention); TEST_ASSET_* variables override single binaries at start time instead
@@ -24,7 +25,7 @@ has_all() {
   for b in "${binaries[@]}"; do [ -x "$dir/$b" ] || return 1; done
 }
 
-if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
+if [ -n "${KUBEBUILDER_ASSETS:-}" ] && [ "${1:-}" != "--print-cache-dir" ]; then
   if has_all "$KUBEBUILDER_ASSETS"; then
     log "using KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS"
     echo "$KUBEBUILDER_ASSETS"
@@ -40,10 +41,16 @@ command -v go >/dev/null || {
 }
 
 # The cache key covers the Kubernetes version and the exact dependency set: editing the wrapper's
-# go.sum (a new etcd, a patched replace) must not reuse binaries built from the old one.
-sum_key=$(sha256sum "$gomod/go.sum" "$gomod/go.mod" | sha256sum | cut -c1-12)
+# go.sum (a new etcd, a patched replace) must not reuse binaries built from the old one. Contents
+# only: the checkout's path must not matter, or every fresh clone would rebuild.
+sum_key=$(cat "$gomod/go.mod" "$gomod/go.sum" | sha256sum | cut -c1-12)
 cache_root=${CONFIG_SYNC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/config-sync}
 dest="$cache_root/kube/$kube_version-$sum_key"
+
+if [ "${1:-}" = "--print-cache-dir" ]; then
+  echo "$dest"
+  exit 0
+fi
 
 if has_all "$dest"; then
   log "cached: $dest"
