@@ -14,7 +14,9 @@ import { ControlPlane, type ControlPlaneInfo } from './control-plane.ts';
 import { waitFor } from './wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const stateDir = path.join(root, '.cluster');
+// CONFIG_SYNC_CLUSTER_DIR moves the state (and the data) elsewhere; tests use it so they never
+// touch a control plane a developer started by hand.
+const stateDir = process.env.CONFIG_SYNC_CLUSTER_DIR ?? path.join(root, '.cluster');
 const stateFile = path.join(stateDir, 'state.json');
 const logFile = path.join(stateDir, 'supervisor.log');
 
@@ -61,7 +63,7 @@ async function up(): Promise<number> {
     exited = true;
   });
   const state = await waitFor(() => readState(), {
-    what: 'the control plane (log: .cluster/supervisor.log)',
+    what: `the control plane (log: ${logFile})`,
     timeoutMs: 180_000,
     intervalMs: 250,
     abortIf: () => (exited ? `supervisor exited:\n${fs.readFileSync(logFile, 'utf8')}` : undefined),

@@ -19,7 +19,8 @@ function checkout(): string {
   temps.push(root);
   fs.mkdirSync(path.join(root, 'go'));
   fs.copyFileSync(path.join(clusterDir, 'build.sh'), path.join(root, 'build.sh'));
-  for (const f of ['go.mod', 'go.sum']) fs.copyFileSync(path.join(clusterDir, 'go', f), path.join(root, 'go', f));
+  for (const f of ['go.mod', 'go.sum'])
+    fs.copyFileSync(path.join(clusterDir, 'go', f), path.join(root, 'go', f));
   return root;
 }
 
