@@ -1,0 +1,77 @@
+// The one Kubernetes client of a process, built from the resolved Scope.
+//
+// One KubeConfig, and one API object per API group, made on first use and shared by every module
+// for the life of the process: building a client per event or per check leaks connections (a
+// classic operator bug). Nothing here picks a namespace: callers pass scope.namespace explicitly
+// on every request.
+import path from 'node:path';
+import { type ApiType, KubeConfig } from '@kubernetes/client-node';
+import type { Scope } from './scope.ts';
+import { RotatingTokenFileAuth, TOKEN_FILE_PROVIDER } from './token-file-auth.ts';
+
+export type ApiConstructor<T extends ApiType> = new (config: never) => T;
+
+export interface KubeClient {
+  readonly scope: Scope;
+  readonly config: KubeConfig;
+  /** The shared API object for a group (CoreV1Api, AppsV1Api, ...). */
+  api<T extends ApiType>(ctor: ApiConstructor<T>): T;
+}
+
+export function createKubeClient(scope: Scope): KubeClient {
+  const config = kubeConfigFor(scope);
+  const apis = new Map<unknown, ApiType>();
+  return {
+    scope,
+    config,
+    api<T extends ApiType>(ctor: ApiConstructor<T>): T {
+      let api = apis.get(ctor) as T | undefined;
+      if (!api) {
+        api = config.makeApiClient(ctor as never) as T;
+        apis.set(ctor, api);
+      }
+      return api;
+    },
+  };
+}
+
+function kubeConfigFor(scope: Scope): KubeConfig {
+  const cluster = scope.cluster.value;
+  const kc = new KubeConfig();
+  if (cluster.kind === 'in-cluster') {
+    const dir = cluster.serviceAccountDir;
+    kc.loadFromOptions({
+      clusters: [
+        {
+          name: 'in-cluster',
+          server: cluster.server,
+          caFile: path.join(dir, 'ca.crt'),
+          skipTLSVerify: false,
+        },
+      ],
+      users: [
+        {
+          name: 'service-account',
+          authProvider: { name: TOKEN_FILE_PROVIDER, config: { path: path.join(dir, 'token') } },
+        },
+      ],
+      contexts: [{ name: 'in-cluster', cluster: 'in-cluster', user: 'service-account' }],
+      currentContext: 'in-cluster',
+    });
+    kc.addAuthenticator(new RotatingTokenFileAuth());
+    return kc;
+  }
+  // A KUBECONFIG list: the first file that defines a name wins, as in kubectl.
+  const [first, ...rest] = cluster.files;
+  if (first === undefined) throw new Error('kubeconfig scope without a file');
+  kc.loadFromFile(first);
+  for (const file of rest) {
+    const more = new KubeConfig();
+    more.loadFromFile(file);
+    for (const c of more.getClusters()) if (!kc.getCluster(c.name)) kc.addCluster(c);
+    for (const u of more.getUsers()) if (!kc.getUser(u.name)) kc.addUser(u);
+    for (const c of more.getContexts()) if (!kc.getContextObject(c.name)) kc.addContext(c);
+  }
+  kc.setCurrentContext(cluster.context);
+  return kc;
+}
