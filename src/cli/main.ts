@@ -1,12 +1,12 @@
 import { EXIT, exitCodeFor, unknownCommand } from '../errors.ts';
 import type { Command } from './commands/command.ts';
+import { doctorCommand } from './commands/doctor.ts';
 import { versionCommand } from './commands/version.ts';
 import type { CliIO } from './io.ts';
 import { formatError } from './report-error.ts';
 
-// The command table. Commands that need heavy modules (the Kubernetes client, the webhook
-// server) will load them inside `run`, so `--help` and `version` stay fast and small.
-const commands: readonly Command[] = [versionCommand];
+// The command table, in the order --help lists it.
+const commands: readonly Command[] = [doctorCommand, versionCommand];
 
 function helpText(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

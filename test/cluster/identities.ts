@@ -61,6 +61,10 @@ export interface IdentitySpec {
   readonly roleNamespace?: string;
   /** Create a Pod of this name running as the ServiceAccount and bind the token to it. */
   readonly boundPodName?: string;
+  /** Bind the token to this existing Pod (which must run as the ServiceAccount). */
+  readonly bindToPod?: { readonly name: string; readonly uid: string };
+  /** The ServiceAccount exists already: only mint a token (and make the Role, if rules are given). */
+  readonly existingServiceAccount?: boolean;
   readonly expirationSeconds?: number;
   readonly audiences?: readonly string[];
 }
@@ -78,7 +82,9 @@ export async function createServiceAccountIdentity(kc: KubeConfig, spec: Identit
   const core = kc.makeApiClient(CoreV1Api);
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   const { namespace, name } = spec;
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  if (!spec.existingServiceAccount) {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  }
 
   if (spec.rules) {
     const roleNamespace = spec.roleNamespace ?? namespace;
@@ -96,7 +102,7 @@ export async function createServiceAccountIdentity(kc: KubeConfig, spec: Identit
     });
   }
 
-  let pod: Identity['pod'];
+  let pod: Identity['pod'] = spec.bindToPod;
   if (spec.boundPodName) {
     // The API only binds a token to a Pod that runs as the same ServiceAccount. The image is never
     // pulled: there is no kubelet, the Pod stays Pending.

@@ -8,5 +8,6 @@ export interface Command {
   readonly name: string;
   readonly summary: string;
   readonly usage: string;
-  run(args: readonly string[], io: CliIO): Promise<number>;
+  /** `env` is the process environment unless a test passes its own. */
+  run(args: readonly string[], io: CliIO, env?: NodeJS.ProcessEnv): Promise<number>;
 }

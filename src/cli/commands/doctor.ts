@@ -1,0 +1,127 @@
+import { parseWatchSpec } from '../../discover/watch-spec.ts';
+import { ConfigSyncError, EXIT } from '../../errors.ts';
+import { createKubeClient } from '../../kube/client.ts';
+import { type DoctorReport, type Problem, problemOf, runDoctorChecks } from '../../kube/doctor-checks.ts';
+import { resolveScope, type Scope } from '../../kube/scope.ts';
+import { gatherScopeFacts } from '../../kube/scope-facts.ts';
+import { formatJson, formatText } from '../doctor-format.ts';
+import type { CliIO } from '../io.ts';
+import { parseOutputFormat } from '../output-format.ts';
+import { flagHelp, resolveSettings, type SettingDef, scopeSettings } from '../settings.ts';
+import type { Command } from './command.ts';
+
+const defs: readonly SettingDef[] = [
+  ...scopeSettings,
+  {
+    name: 'pod',
+    env: 'POD_NAME',
+    type: 'string',
+    valueName: 'name',
+    description: "the agent's Pod, whose targets and owner are checked",
+  },
+  {
+    name: 'container',
+    env: 'CONFIG_SYNC_CONTAINERS',
+    type: 'list',
+    valueName: 'name',
+    description: 'only these app containers (repeatable; default all but the agent)',
+  },
+  {
+    name: 'self-container',
+    env: 'CONFIG_SYNC_SELF_CONTAINER',
+    type: 'string',
+    valueName: 'name',
+    default: 'config-sync',
+    description: "the agent's own container, never a target",
+  },
+  {
+    name: 'watch',
+    env: 'CONFIG_SYNC_WATCH',
+    type: 'list',
+    valueName: 'spec',
+    description: 'also check access to [PATH=]configmap/NAME or secret/NAME (repeatable)',
+  },
+  { name: 'fix', type: 'boolean', description: 'print the Role and RoleBinding that grant what is missing' },
+  {
+    name: 'output',
+    short: 'o',
+    type: 'string',
+    valueName: 'text|json',
+    default: 'text',
+    description: 'output format',
+  },
+];
+
+// A configuration problem is the root cause of whatever permission errors follow from it (the
+// wrong namespace gives 403s), so it decides the exit code first.
+function exitFor(report: DoctorReport): number {
+  if (report.problems.length === 0) return EXIT.ok;
+  const domains = new Set(report.problems.map((p: Problem) => p.domain));
+  if (domains.has('usage') || domains.has('config')) return EXIT.usage;
+  if (domains.has('permission') || domains.has('api')) return EXIT.api;
+  return EXIT.internal;
+}
+
+export const doctorCommand: Command = {
+  name: 'doctor',
+  summary:
+    'show which cluster, namespace and identity are in effect, where each came from, and what is allowed',
+  usage: `config-sync doctor [flags]\n\nFlags:\n${flagHelp(defs)}\n\nExit: 0 the agent can work, 2 configuration problem, 3 permission or API problem.`,
+  async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+    const settings = resolveSettings('doctor', defs, args, env);
+    const format = parseOutputFormat(settings.string('output')?.value);
+    const watched = settings.list('watch').map((w) => parseWatchSpec(w).ref);
+    const fix = settings.boolean('fix');
+
+    const facts = gatherScopeFacts(
+      {
+        kubeconfig: settings.string('kubeconfig'),
+        context: settings.string('context'),
+        namespace: settings.string('namespace'),
+        serviceAccountDir: settings.string('service-account-dir')?.value,
+      },
+      env,
+    );
+    let scope: Scope;
+    const preflight: Problem[] = [];
+    try {
+      scope = resolveScope(facts, 'operator');
+    } catch (error) {
+      if (!(error instanceof ConfigSyncError)) throw error;
+      const report: DoctorReport = {
+        ownerChain: [],
+        sources: [],
+        notes: [],
+        access: [],
+        problems: [problemOf(error)],
+      };
+      io.stdout.write(
+        format === 'json'
+          ? formatJson(report, settings.all(), false)
+          : formatText(report, settings.all(), false),
+      );
+      return exitFor(report);
+    }
+    // What the agent itself would refuse at start-up is a problem here too.
+    try {
+      resolveScope(facts, 'agent');
+    } catch (error) {
+      preflight.push(problemOf(error));
+    }
+
+    const client = createKubeClient(scope);
+    const report = await runDoctorChecks({
+      client,
+      namespace: scope.namespace,
+      pod: settings.string('pod'),
+      watched,
+      preflight,
+      selfContainer: settings.string('self-container')?.value ?? 'config-sync',
+      containers: settings.list('container'),
+    });
+    io.stdout.write(
+      format === 'json' ? formatJson(report, settings.all(), fix) : formatText(report, settings.all(), fix),
+    );
+    return exitFor(report);
+  },
+};

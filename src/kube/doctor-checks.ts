@@ -1,0 +1,266 @@
+// The checks behind `config-sync doctor`: everything it asks the API, gathered into one plain
+// report (formatted by src/cli/doctor-format.ts). Each check that fails becomes a problem in the
+// report instead of an exception, so one run shows everything wrong at once.
+import {
+  AppsV1Api,
+  AuthenticationV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  type V1OwnerReference,
+  VersionApi,
+} from '@kubernetes/client-node';
+import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
+import { ConfigSyncError } from '../errors.ts';
+import { type ApiRequest, describeRequest, explainApiError } from './api-errors.ts';
+import type { KubeClient } from './client.ts';
+import { type AccessNeed, requiredAccess, type WorkloadKind } from './permissions.ts';
+import type { Scope, Sourced } from './scope.ts';
+
+export interface Problem {
+  readonly code: string;
+  readonly domain: ConfigSyncError['domain'];
+  readonly message: string;
+  readonly hint?: string;
+}
+
+export interface CheckedNeed extends AccessNeed {
+  readonly allowed: boolean;
+  readonly reason?: string;
+}
+
+export interface DoctorReport {
+  readonly scope?: Scope;
+  readonly identity?: {
+    readonly username: string;
+    readonly groups: readonly string[];
+    readonly extra: Readonly<Record<string, readonly string[]>>;
+  };
+  readonly serverVersion?: string;
+  readonly pod?: Sourced<string>;
+  readonly ownerChain: readonly string[];
+  readonly sources: readonly SourceRef[];
+  readonly notes: readonly string[];
+  readonly access: readonly CheckedNeed[];
+  readonly problems: readonly Problem[];
+}
+
+export function problemOf(error: unknown): Problem {
+  if (error instanceof ConfigSyncError) {
+    return {
+      code: error.code,
+      domain: error.domain,
+      message: error.message,
+      ...(error.hint ? { hint: error.hint } : {}),
+    };
+  }
+  return { code: 'CS_INTERNAL', domain: 'internal', message: (error as Error)?.message ?? String(error) };
+}
+
+export interface DoctorInput {
+  readonly client: KubeClient;
+  readonly namespace: Sourced<string> | undefined;
+  readonly pod: Sourced<string> | undefined;
+  readonly watched: readonly SourceRef[];
+  /** Problems found before any request (scope disagreements the agent would refuse). */
+  readonly preflight: readonly Problem[];
+  readonly selfContainer: string;
+  readonly containers: readonly string[];
+}
+
+/**
+ * Steps:
+ *  (1) identity: SelfSubjectReview; a 401 here means nothing else can work, so stop;
+ *  (2) server version;
+ *  (3) the agent's Pod (if named): its targets and its owner chain (ReplicaSet -> Deployment,
+ *      or StatefulSet / DaemonSet);
+ *  (4) one SelfSubjectAccessReview per need for those targets.
+ */
+export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport> {
+  const { client } = input;
+  const scope = client.scope;
+  const problems: Problem[] = [...input.preflight];
+  const notes: string[] = [];
+  const ownerChain: string[] = [];
+  const namespace = input.namespace?.value;
+  const base = { scope, ownerChain, notes, ...(input.pod ? { pod: input.pod } : {}) };
+
+  // (1)
+  let identity: DoctorReport['identity'];
+  try {
+    const review = await client.api(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+    const u = review.status?.userInfo ?? {};
+    identity = { username: u.username ?? '', groups: u.groups ?? [], extra: u.extra ?? {} };
+  } catch (error) {
+    problems.push(
+      problemOf(
+        explainApiError(
+          error,
+          { verb: 'create', resource: 'selfsubjectreviews', group: 'authentication.k8s.io' },
+          scope,
+        ),
+      ),
+    );
+    return { ...base, sources: [], access: [], problems };
+  }
+
+  // (2)
+  let serverVersion: string | undefined;
+  try {
+    serverVersion = (await client.api(VersionApi).getCode()).gitVersion;
+  } catch (error) {
+    problems.push(problemOf(explainApiError(error, { verb: 'get', resource: '/version' }, scope)));
+  }
+
+  if (!namespace) {
+    return {
+      ...base,
+      identity,
+      ...(serverVersion ? { serverVersion } : {}),
+      sources: [],
+      access: [],
+      problems,
+    };
+  }
+
+  // A read that RBAC refuses is reported by the permission matrix (step 4) itself; here it only
+  // means that what would have been learned from the object is unknown. Any other failure is a
+  // problem of its own.
+  const reportReadFailure = (error: unknown, request: ApiRequest, what: string, consequence: string) => {
+    const explained = explainApiError(error, request, scope);
+    if (explained.code !== 'CS_API_FORBIDDEN') {
+      problems.push(problemOf(explained));
+      return;
+    }
+    notes.push(
+      `could not read ${what} (forbidden): ${consequence}, so the permissions below are incomplete; ` +
+        'grant them (--fix) and run doctor again',
+    );
+  };
+
+  // (3)
+  const sources = new Map(input.watched.map((r) => [`${r.kind}/${r.name}`, r]));
+  let replicaSet: string | undefined;
+  let workload: { kind: WorkloadKind; name: string } | undefined;
+  if (input.pod) {
+    const podName = input.pod.value;
+    try {
+      const pod = await client.api(CoreV1Api).readNamespacedPod({ name: podName, namespace });
+      const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
+      for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
+      notes.push(...discovery.notes);
+      const owner = controllerOf(pod.metadata?.ownerReferences);
+      if (owner) {
+        ownerChain.push(`${owner.kind} ${owner.name}`);
+        if (owner.kind === 'ReplicaSet') {
+          replicaSet = owner.name;
+          try {
+            const rs = await client.api(AppsV1Api).readNamespacedReplicaSet({ name: owner.name, namespace });
+            const top = controllerOf(rs.metadata?.ownerReferences);
+            if (top) ownerChain.push(`${top.kind} ${top.name}`);
+            if (top?.kind === 'Deployment') workload = { kind: 'Deployment', name: top.name };
+          } catch (error) {
+            const req = { verb: 'get', resource: 'replicasets', group: 'apps', namespace, name: owner.name };
+            // The Deployment controller names its ReplicaSets <deployment>-<pod-template-hash> and
+            // labels their Pods with that hash, so the owner can still be named for the matrix.
+            const hash = pod.metadata?.labels?.['pod-template-hash'];
+            const inferred =
+              hash && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -hash.length - 1) : undefined;
+            if (inferred) {
+              workload = { kind: 'Deployment', name: inferred };
+              ownerChain.push(`Deployment ${inferred} (inferred from the ReplicaSet name)`);
+            }
+            reportReadFailure(error, req, `ReplicaSet ${owner.name}`, 'its owner is not confirmed');
+          }
+        } else if (owner.kind === 'StatefulSet' || owner.kind === 'DaemonSet') {
+          workload = { kind: owner.kind, name: owner.name };
+        } else {
+          notes.push(
+            `owner ${owner.kind} ${owner.name} is not a Deployment, StatefulSet or DaemonSet: drift is reported, never healed`,
+          );
+        }
+      } else {
+        notes.push(`Pod ${podName} has no controller: drift is reported, never healed`);
+      }
+    } catch (error) {
+      const req = { verb: 'get', resource: 'pods', namespace, name: podName };
+      reportReadFailure(error, req, `Pod ${podName}`, 'its ConfigMaps, Secrets and owner are unknown');
+    }
+  } else {
+    notes.push(
+      "no Pod named (--pod or POD_NAME): checking only --watch objects and the agent's own-pod rights by kind",
+    );
+  }
+
+  // (4)
+  const needs = requiredAccess({
+    namespace,
+    ...(input.pod ? { podName: input.pod.value } : {}),
+    sources: [...sources.values()],
+    ...(replicaSet ? { replicaSet } : {}),
+    ...(workload ? { workload } : {}),
+  });
+  const authz = client.api(AuthorizationV1Api);
+  const access = await Promise.all(
+    needs.map(async (need): Promise<CheckedNeed> => {
+      try {
+        const review = await authz.createSelfSubjectAccessReview({
+          body: {
+            spec: {
+              resourceAttributes: {
+                namespace: need.namespace,
+                verb: need.verb,
+                group: need.group,
+                resource: need.resource,
+                ...(need.subresource ? { subresource: need.subresource } : {}),
+                ...(need.name ? { name: need.name } : {}),
+              },
+            },
+          },
+        });
+        const reason = review.status?.reason || review.status?.evaluationError;
+        return { ...need, allowed: review.status?.allowed === true, ...(reason ? { reason } : {}) };
+      } catch (error) {
+        problems.push(
+          problemOf(
+            explainApiError(
+              error,
+              { verb: 'create', resource: 'selfsubjectaccessreviews', group: 'authorization.k8s.io' },
+              scope,
+            ),
+          ),
+        );
+        return { ...need, allowed: false, reason: 'could not be checked' };
+      }
+    }),
+  );
+  const missing = access.filter((a) => !a.allowed);
+  if (missing.length > 0) {
+    const first = missing[0] as CheckedNeed;
+    const what = describeRequest({
+      verb: first.verb,
+      resource: first.subresource ? `${first.resource}/${first.subresource}` : first.resource,
+      group: first.group,
+      namespace: first.namespace,
+      ...(first.name ? { name: first.name } : {}),
+    });
+    const more = missing.length > 1 ? ` (and ${missing.length - 1} more)` : '';
+    problems.push({
+      code: 'CS_DOCTOR_MISSING_PERMISSIONS',
+      domain: 'permission',
+      message: `${identity.username} may not ${what}${more}`,
+      hint: `grant it with a Role and RoleBinding in namespace "${namespace}" (RBAC is per namespace: a Role elsewhere does not apply); "config-sync doctor --fix" prints them`,
+    });
+  }
+  return {
+    ...base,
+    identity,
+    ...(serverVersion ? { serverVersion } : {}),
+    sources: [...sources.values()],
+    access,
+    problems,
+  };
+}
+
+function controllerOf(refs: readonly V1OwnerReference[] | undefined): V1OwnerReference | undefined {
+  return refs?.find((r) => r.controller) ?? undefined;
+}
