@@ -4,6 +4,7 @@
 // for the life of the process: building a client per event or per check leaks connections (a
 // classic operator bug). Nothing here picks a namespace: callers pass scope.namespace explicitly
 // on every request.
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type ApiType, KubeConfig } from '@kubernetes/client-node';
 import type { Scope } from './scope.ts';
@@ -20,6 +21,7 @@ export interface KubeClient {
 
 export function createKubeClient(scope: Scope): KubeClient {
   const config = kubeConfigFor(scope);
+  reuseConnections(config);
   const apis = new Map<unknown, ApiType>();
   return {
     scope,
@@ -74,4 +76,42 @@ function kubeConfigFor(scope: Scope): KubeConfig {
   }
   kc.setCurrentContext(cluster.context);
   return kc;
+}
+
+interface DispatcherFactory {
+  createDispatcher(
+    cluster: unknown,
+    options: Record<string, unknown>,
+  ): { close(): Promise<void> } | undefined;
+}
+
+/**
+ * client-node 2.0.1 builds a new undici Agent for every request and every watch
+ * (KubeConfig.applySecurityAuthentication -> createDispatcher), so each one opens a new TCP and
+ * TLS connection: measured on the test control plane, 100 requests from one client opened 100
+ * sockets. This keeps one dispatcher, and so one keep-alive connection pool, per TLS identity
+ * (server, CA, client certificate and key, server name). When the identity changes (a rotated
+ * client certificate) the old pool is closed and a new one made. `createDispatcher` is not part
+ * of client-node's typed API, which is why the S6 integration test counts connections: a change
+ * in the library shows there, not in production.
+ */
+function reuseConnections(config: KubeConfig): void {
+  const factory = config as unknown as DispatcherFactory;
+  const create = factory.createDispatcher.bind(config);
+  let current: { key: string; dispatcher: ReturnType<DispatcherFactory['createDispatcher']> } | undefined;
+  factory.createDispatcher = (cluster, options) => {
+    const hash = createHash('sha256');
+    hash.update(String((cluster as { server?: string } | null)?.server));
+    for (const field of ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername']) {
+      hash.update(`\0${field}=`);
+      const value = options[field];
+      if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : String(value));
+    }
+    const key = hash.digest('hex');
+    if (current?.key === key) return current.dispatcher;
+    const previous = current?.dispatcher;
+    current = { key, dispatcher: create(cluster, options) };
+    void previous?.close();
+    return current.dispatcher;
+  };
 }

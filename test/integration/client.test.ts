@@ -1,0 +1,217 @@
+// The one client of a process, against the real API: a rotated service-account token is used
+// from the next request on, and thousands of requests and many watch reconnects open no new
+// clients and leak no sockets or file descriptors (scenario S6).
+import dc from 'node:diagnostics_channel';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CoreV1Api, Watch } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { explainApiError } from '../../src/kube/api-errors.ts';
+import { createKubeClient } from '../../src/kube/client.ts';
+import { resolveScope } from '../../src/kube/scope.ts';
+import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
+import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
+import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../cluster/in-cluster.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { controlPlane, rejection, useNamespace } from './support.ts';
+
+const ns = useNamespace('client');
+const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
+
+function inClusterClient(layout: InClusterLayout) {
+  const env = { ...layout.env, POD_NAMESPACE: ns.name };
+  const scope = resolveScope(gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env), 'agent');
+  return createKubeClient(scope);
+}
+
+/** Open sockets and all descriptors of this process, from /proc. */
+function descriptors(): { sockets: number; total: number } {
+  const fds = fs.readdirSync('/proc/self/fd');
+  let sockets = 0;
+  for (const fd of fds) {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:')) sockets += 1;
+    } catch {
+      // closed between readdir and readlink
+    }
+  }
+  return { sockets, total: fds.length };
+}
+
+let agent: Identity;
+let layout: InClusterLayout;
+beforeAll(async () => {
+  await ns.admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+    namespace: ns.name,
+    body: { metadata: { name: 'app-config' }, data: { k: 'v' } },
+  });
+  agent = await createServiceAccountIdentity(ns.admin, {
+    namespace: ns.name,
+    name: 'agent',
+    rules,
+    boundPodName: 'agent-a',
+  });
+  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'client-')), controlPlane(), {
+    token: agent.token,
+    namespace: ns.name,
+  });
+});
+
+describe('service-account token rotation', () => {
+  it('uses the rotated token from the next request on, even once the old one is revoked', async () => {
+    const client = inClusterClient(layout);
+    const core = client.api(CoreV1Api);
+    await core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name });
+
+    // kubelet rotates: a new token (bound to another pod of the same ServiceAccount) is swapped in.
+    const next = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'agent',
+      existingServiceAccount: true,
+      boundPodName: 'agent-b',
+    });
+    rotateInClusterToken(layout, controlPlane(), { token: next.token, namespace: ns.name });
+    // The old token dies with its pod; a client still sending it would now get 401.
+    await ns.admin
+      .makeApiClient(CoreV1Api)
+      .deleteNamespacedPod({ name: 'agent-a', namespace: ns.name, gracePeriodSeconds: 0 });
+    const stale = createKubeClientWithToken(agent.token);
+    await waitFor(
+      async () =>
+        (await rejection(stale.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name }))).code ===
+          401 || undefined,
+      {
+        what: 'the old token to be rejected',
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      },
+    );
+
+    const cm = await core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name });
+    expect(cm.data).toEqual({ k: 'v' });
+  });
+});
+
+function createKubeClientWithToken(token: string) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stale-'));
+  return inClusterClient(layInClusterDir(root, controlPlane(), { token, namespace: ns.name })).api(CoreV1Api);
+}
+
+/** Counts TCP connections this process opens (every net/tls connect publishes here). */
+function connectionCounter(): { readonly count: number; stop(): void } {
+  let count = 0;
+  const onSocket = () => {
+    count += 1;
+  };
+  dc.subscribe('net.client.socket', onSocket);
+  return {
+    get count() {
+      return count;
+    },
+    stop: () => dc.unsubscribe('net.client.socket', onSocket),
+  };
+}
+
+describe('S6: one client, no leaks', () => {
+  it('reuses pooled connections: 200 sequential requests open at most one', async () => {
+    const client = inClusterClient(layout);
+    const core = client.api(CoreV1Api);
+    await core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name });
+    const counter = connectionCounter();
+    try {
+      for (let i = 0; i < 200; i += 1)
+        await core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name });
+    } finally {
+      counter.stop();
+    }
+    // client-node alone opens one connection per request: 200 here.
+    expect(counter.count).toBeLessThanOrEqual(1);
+  });
+
+  it('2000 requests and 50 watch reconnects reuse one client and grow no sockets or descriptors', async () => {
+    const fresh = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'agent-s6',
+      rules,
+    });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 's6-'));
+    const client = inClusterClient(
+      layInClusterDir(root, controlPlane(), { token: fresh.token, namespace: ns.name }),
+    );
+    const core = client.api(CoreV1Api);
+    expect(client.api(CoreV1Api)).toBe(core);
+
+    const watchOnce = async () => {
+      const events: string[] = [];
+      const controller = await new Watch(client.config).watch(
+        `/api/v1/namespaces/${ns.name}/configmaps`,
+        { fieldSelector: 'metadata.name=app-config' },
+        (type) => events.push(type),
+        () => {},
+      );
+      await waitFor(() => events.length > 0 || undefined, { what: 'the first watch event' });
+      controller.abort();
+    };
+    await core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name });
+    await watchOnce();
+    const before = descriptors();
+    const counter = connectionCounter();
+    try {
+      for (let batch = 0; batch < 40; batch += 1) {
+        await Promise.all(
+          Array.from({ length: 50 }, () =>
+            core.readNamespacedConfigMap({ name: 'app-config', namespace: ns.name }),
+          ),
+        );
+      }
+      // 50 requests at once may open up to 50 pooled connections, then reuse them.
+      expect(counter.count).toBeLessThanOrEqual(50);
+      for (let i = 0; i < 50; i += 1) await watchOnce();
+    } finally {
+      counter.stop();
+    }
+
+    // Closed connections take a moment to leave the table; poll rather than sleep.
+    const after = await waitFor(
+      () => {
+        const d = descriptors();
+        return d.sockets <= before.sockets + 2 && d.total <= before.total + 4 ? d : undefined;
+      },
+      { what: 'sockets and descriptors back to their level before the load', timeoutMs: 15_000 },
+    );
+    expect(after.sockets).toBeLessThanOrEqual(before.sockets + 2);
+    expect(after.total).toBeLessThanOrEqual(before.total + 4);
+  });
+});
+
+describe('refused requests', () => {
+  it('name the identity, verb, resource, name and namespace, and the fix', async () => {
+    const reader = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'no-secrets',
+      rules,
+    });
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'refused-'));
+    const client = inClusterClient(
+      layInClusterDir(root, controlPlane(), { token: reader.token, namespace: ns.name }),
+    );
+    const request = { verb: 'get', resource: 'secrets', namespace: ns.name, name: 'db' };
+    let error: unknown;
+    try {
+      await client.api(CoreV1Api).readNamespacedSecret({ name: 'db', namespace: ns.name });
+    } catch (e) {
+      error = e;
+    }
+    const explained = explainApiError(error, request, client.scope);
+    expect(explained.code).toBe('CS_API_FORBIDDEN');
+    expect(explained.message).toBe(`${reader.username} may not get secrets "db" in namespace "${ns.name}"`);
+    expect(explained.hint).toContain(`Role and RoleBinding in namespace "${ns.name}"`);
+    expect(explained.details).toMatchObject({
+      verb: 'get',
+      resource: 'secrets',
+      namespace: ns.name,
+      identity: reader.username,
+    });
+  });
+});
