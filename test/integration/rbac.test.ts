@@ -1,0 +1,250 @@
+// deploy/sidecar/rbac applied with `kubectl apply -k` to the real API server: the agent can do
+// its job with exactly these grants (doctor says ok), and nothing beyond them: no unrelated
+// Secret, no other Pod, no other Deployment, no change to its own Pod's spec or labels.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+} from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createKubeClient } from '../../src/kube/client.ts';
+import { resolveScope } from '../../src/kube/scope.ts';
+import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
+import { createServiceAccountIdentity } from '../cluster/identities.ts';
+import { type InClusterLayout, layInClusterDir } from '../cluster/in-cluster.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { controlPlane, rejection, useNamespace } from './support.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(root, 'bin/config-sync.js');
+const ns = useNamespace('rbac');
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+function deployment(name: string, serviceAccountName: string): V1Deployment {
+  const labels = { app: name };
+  return {
+    metadata: { name },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName,
+          volumes: [
+            { name: 'config', configMap: { name: 'web-config' } },
+            { name: 'secrets', secret: { secretName: 'web-secrets' } },
+          ],
+          containers: [
+            {
+              name: 'app',
+              image: 'config-sync.invalid/app:never-pulled',
+              volumeMounts: [
+                { name: 'config', mountPath: '/etc/app' },
+                { name: 'secrets', mountPath: '/etc/secrets' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+async function firstPod(app: string): Promise<{ name: string; uid: string }> {
+  const core = ns.admin.makeApiClient(CoreV1Api);
+  return waitFor(
+    async () => {
+      const p = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app=${app}` })).items[0];
+      return p?.metadata?.name && p.metadata.uid ? { name: p.metadata.name, uid: p.metadata.uid } : undefined;
+    },
+    { what: `a pod of ${app}` },
+  );
+}
+
+let webPod: { name: string; uid: string };
+let otherPod: { name: string; uid: string };
+let layout: InClusterLayout;
+
+beforeAll(async () => {
+  // `kubectl apply -k` of the shipped base, into the test namespace, as a cluster admin would.
+  const apply = spawnSync(
+    controlPlane().kubectl,
+    [
+      '--kubeconfig',
+      controlPlane().adminKubeconfig,
+      'apply',
+      '--server-side',
+      '-n',
+      ns.name,
+      '-k',
+      path.join(root, 'deploy/sidecar/rbac'),
+    ],
+    { encoding: 'utf8' },
+  );
+  expect(apply.stderr).toBe('');
+  expect(apply.status).toBe(0);
+
+  const core = ns.admin.makeApiClient(CoreV1Api);
+  const apps = ns.admin.makeApiClient(AppsV1Api);
+  await core.createNamespacedConfigMap({
+    namespace: ns.name,
+    body: { metadata: { name: 'web-config' }, data: { a: '1' } },
+  });
+  await core.createNamespacedSecret({
+    namespace: ns.name,
+    body: { metadata: { name: 'web-secrets' }, stringData: { k: 'v' } },
+  });
+  await core.createNamespacedSecret({
+    namespace: ns.name,
+    body: { metadata: { name: 'unrelated' }, stringData: { k: 'v' } },
+  });
+  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('web', 'config-sync-agent') });
+  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('other', 'default') });
+  webPod = await firstPod('web');
+  otherPod = await firstPod('other');
+
+  // The agent's identity: a token of config-sync-agent bound to the web Pod, mounted in-cluster.
+  const agent = await createServiceAccountIdentity(ns.admin, {
+    namespace: ns.name,
+    name: 'config-sync-agent',
+    existingServiceAccount: true,
+    bindToPod: webPod,
+  });
+  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'rbac-')), controlPlane(), {
+    token: agent.token,
+    namespace: ns.name,
+  });
+});
+
+function agentClient() {
+  const env = { ...layout.env, POD_NAMESPACE: ns.name };
+  return createKubeClient(
+    resolveScope(gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env), 'agent'),
+  );
+}
+
+describe('with exactly the shipped grants', () => {
+  it('doctor, run as the agent in its pod, finds everything it needs', () => {
+    const res = spawnSync(process.execPath, [bin, 'doctor'], {
+      encoding: 'utf8',
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: layout.root,
+        ...layout.env,
+        CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
+        POD_NAMESPACE: ns.name,
+        POD_NAME: webPod.name,
+      },
+    });
+    expect(res.stdout.split('\n')[0]).toBe(
+      `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (13 permissions checked)`,
+    );
+    expect(res.status).toBe(0);
+  });
+
+  it('patches its own Pod (annotation) and restarts its own Deployment', async () => {
+    const client = agentClient();
+    await client
+      .api(CoreV1Api)
+      .patchNamespacedPod(
+        {
+          name: webPod.name,
+          namespace: ns.name,
+          body: { metadata: { annotations: { 'config-sync.io/last-config-sync': 'now' } } },
+        },
+        mergePatch,
+      );
+    await client.api(AppsV1Api).patchNamespacedDeployment(
+      {
+        name: 'web',
+        namespace: ns.name,
+        body: {
+          spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': 'now' } } } },
+        },
+      },
+      mergePatch,
+    );
+  });
+});
+
+describe('and nothing more', () => {
+  it('cannot read an unrelated Secret', async () => {
+    const { code, message } = await rejection(
+      agentClient().api(CoreV1Api).readNamespacedSecret({ name: 'unrelated', namespace: ns.name }),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain('cannot get resource "secrets"');
+  });
+
+  it('cannot list Secrets', async () => {
+    expect(
+      (await rejection(agentClient().api(CoreV1Api).listNamespacedSecret({ namespace: ns.name }))).code,
+    ).toBe(403);
+  });
+
+  it('cannot patch another Pod (admission policy)', async () => {
+    const { code, message } = await rejection(
+      agentClient()
+        .api(CoreV1Api)
+        .patchNamespacedPod(
+          { name: otherPod.name, namespace: ns.name, body: { metadata: { annotations: { x: 'y' } } } },
+          mergePatch,
+        ),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain('config-sync may patch only its own Pod');
+  });
+
+  it("cannot change its own Pod's labels", async () => {
+    const { code, message } = await rejection(
+      agentClient()
+        .api(CoreV1Api)
+        .patchNamespacedPod(
+          { name: webPod.name, namespace: ns.name, body: { metadata: { labels: { app: 'hijacked' } } } },
+          mergePatch,
+        ),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain("config-sync may not change a Pod's labels");
+  });
+
+  it('cannot restart another Deployment', async () => {
+    const { code, message } = await rejection(
+      agentClient()
+        .api(AppsV1Api)
+        .patchNamespacedDeployment(
+          {
+            name: 'other',
+            namespace: ns.name,
+            body: { spec: { template: { metadata: { annotations: { r: 'now' } } } } },
+          },
+          mergePatch,
+        ),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain('cannot patch resource "deployments"');
+  });
+
+  it('has no ClusterRole or ClusterRoleBinding in the shipped base', () => {
+    const out = spawnSync(controlPlane().kubectl, ['kustomize', path.join(root, 'deploy/sidecar/rbac')], {
+      encoding: 'utf8',
+    });
+    expect(out.status).toBe(0);
+    const kinds = [...out.stdout.matchAll(/^kind: (\w+)$/gm)].map((m) => m[1]);
+    expect(kinds.sort()).toEqual([
+      'Role',
+      'RoleBinding',
+      'ServiceAccount',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
+  });
+});
