@@ -152,16 +152,14 @@ describe('with exactly the shipped grants', () => {
 
   it('patches its own Pod (annotation) and restarts its own Deployment', async () => {
     const client = agentClient();
-    await client
-      .api(CoreV1Api)
-      .patchNamespacedPod(
-        {
-          name: webPod.name,
-          namespace: ns.name,
-          body: { metadata: { annotations: { 'config-sync.io/last-config-sync': 'now' } } },
-        },
-        mergePatch,
-      );
+    await client.api(CoreV1Api).patchNamespacedPod(
+      {
+        name: webPod.name,
+        namespace: ns.name,
+        body: { metadata: { annotations: { 'config-sync.io/last-config-sync': 'now' } } },
+      },
+      mergePatch,
+    );
     await client.api(AppsV1Api).patchNamespacedDeployment(
       {
         name: 'web',

@@ -1,0 +1,182 @@
+// Decides what to do about the verdicts of one pod: nothing, restart its workload once, record
+// that a sibling already did, or alert. Pure: the executor performs the plan, and re-plans after
+// re-reading when the workload changed under it.
+import type { Verdict } from '../verify/verdict.ts';
+
+export type HealMode = 'restart' | 'alert-only';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+
+export const ANNOTATION = {
+  configHash: 'config-sync.io/config-hash',
+  restartedAt: 'kubectl.kubernetes.io/restartedAt',
+  lastConfigSync: 'config-sync.io/last-config-sync',
+  matchedVersions: 'config-sync.io/matched-versions',
+  envBaseline: 'config-sync.io/env-baseline',
+} as const;
+
+export interface WorkloadState {
+  readonly kind: WorkloadKind;
+  readonly name: string;
+  readonly resourceVersion: string;
+  /** The pod template's annotations (config hash, restartedAt). */
+  readonly templateAnnotations: Readonly<Record<string, string>>;
+}
+
+export type OwnerState =
+  | { readonly type: 'workload'; readonly workload: WorkloadState }
+  | { readonly type: 'unsupported'; readonly description: string };
+
+export interface HealPolicy {
+  readonly mode: HealMode;
+  readonly minRestartIntervalMs: number;
+}
+
+export interface PlanInput {
+  readonly verdicts: readonly Verdict[];
+  readonly owner: OwnerState;
+  /** The pod's own config hash annotation, inherited from the template it was created from. */
+  readonly podConfigHash: string | undefined;
+  /** The digest of every source as the API has it now. */
+  readonly expectedConfigHash: string;
+  readonly policy: HealPolicy;
+  readonly now: number;
+}
+
+/** Closed set: Event reasons, log fields, the `action` label of config_sync_heal_total. */
+export type Decision = 'none' | 'restart' | 'deduped' | 'alert';
+export type AlertReason = 'SourceMissing' | 'CircuitOpen' | 'UnsupportedOwner' | 'AlertOnly' | 'RateLimited';
+
+export interface Plan {
+  readonly decision: Decision;
+  readonly alert?: AlertReason;
+  readonly workload?: {
+    readonly kind: WorkloadKind;
+    readonly name: string;
+    readonly resourceVersion: string;
+  };
+  readonly configHash: string;
+  /** Every line says why; printed by heal --dry-run and logged. */
+  readonly reasons: readonly string[];
+  /** For RateLimited: when a restart becomes possible. */
+  readonly retryAt?: number;
+  readonly drifted: readonly Verdict[];
+}
+
+/**
+ * Steps:
+ *  (1) the drifted targets: Drifted, or Missing because files are missing;
+ *  (2) a source gone from the API (SourceMissing): alert, never restart, even if others drift:
+ *      new pods could not mount it, so a restart would break a working pod;
+ *  (3) nothing drifted: nothing to do (InSync, Propagating and Unknown wait);
+ *  (4) an owner that is not a Deployment, StatefulSet or DaemonSet: alert, never touch it;
+ *  (5) mode alert-only: alert;
+ *  (6) the template already carries the expected config hash: if this pod was created from it,
+ *      the restart did not heal: open the circuit (alert, no second restart); otherwise a
+ *      sibling restarted it already: deduped;
+ *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
+ *  (8) restart, conditional on the resourceVersion that was read.
+ */
+export function planHeal(input: PlanInput): Plan {
+  const { verdicts, owner, policy, now, expectedConfigHash: configHash } = input;
+  // (1)
+  const drifted = verdicts.filter(
+    (v) => v.state === 'Drifted' || (v.state === 'Missing' && v.reason === 'FileMissing'),
+  );
+  const base = { configHash, drifted };
+  const lines = (vs: readonly Verdict[]) => vs.map((v) => `${v.target}: ${v.reason}: ${v.message}`);
+
+  // (2)
+  const missing = verdicts.filter((v) => v.reason === 'SourceMissing');
+  if (missing.length > 0) {
+    return {
+      ...base,
+      decision: 'alert',
+      alert: 'SourceMissing',
+      reasons: [
+        ...lines(missing),
+        'not restarting: new pods could not mount a source that is gone; restore it or make it optional',
+      ],
+    };
+  }
+  // (3)
+  if (drifted.length === 0) {
+    const waiting = verdicts.filter((v) => v.state !== 'InSync');
+    return {
+      ...base,
+      decision: 'none',
+      reasons: waiting.length ? lines(waiting) : ['every target matches the API'],
+    };
+  }
+  const why = lines(drifted);
+  // (4)
+  if (owner.type === 'unsupported') {
+    return {
+      ...base,
+      decision: 'alert',
+      alert: 'UnsupportedOwner',
+      reasons: [...why, `not restarting: ${owner.description} is not a Deployment, StatefulSet or DaemonSet`],
+    };
+  }
+  const w = owner.workload;
+  const workload = { kind: w.kind, name: w.name, resourceVersion: w.resourceVersion };
+  // (5)
+  if (policy.mode === 'alert-only') {
+    return {
+      ...base,
+      workload,
+      decision: 'alert',
+      alert: 'AlertOnly',
+      reasons: [...why, 'not restarting: --on-drift alert-only'],
+    };
+  }
+  // (6)
+  if (w.templateAnnotations[ANNOTATION.configHash] === configHash) {
+    if (input.podConfigHash === configHash) {
+      return {
+        ...base,
+        workload,
+        decision: 'alert',
+        alert: 'CircuitOpen',
+        reasons: [
+          ...why,
+          `not restarting again: this pod was created by the restart for config ${configHash} and still drifts; a restart does not heal this (check the mount and kubelet)`,
+        ],
+      };
+    }
+    return {
+      ...base,
+      workload,
+      decision: 'deduped',
+      reasons: [
+        ...why,
+        `${w.kind} ${w.name} was already restarted for config ${configHash} (by a sibling); new pods are on their way`,
+      ],
+    };
+  }
+  // (7)
+  const last = Date.parse(w.templateAnnotations[ANNOTATION.restartedAt] ?? '');
+  if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
+    const retryAt = last + policy.minRestartIntervalMs;
+    return {
+      ...base,
+      workload,
+      decision: 'alert',
+      alert: 'RateLimited',
+      retryAt,
+      reasons: [
+        ...why,
+        `not restarting yet: ${w.kind} ${w.name} was restarted ${Math.round((now - last) / 1000)}s ago, less than --min-restart-interval; next possible in ${Math.ceil((retryAt - now) / 1000)}s`,
+      ],
+    };
+  }
+  // (8)
+  return {
+    ...base,
+    workload,
+    decision: 'restart',
+    reasons: [
+      ...why,
+      `restart ${w.kind} ${w.name} (resourceVersion ${w.resourceVersion}) with config ${configHash}`,
+    ],
+  };
+}

@@ -1,0 +1,93 @@
+// An API object (ConfigMap or Secret) reduced to what verification needs: per-key sha256 and
+// size of the bytes kubelet would write, its version and identity. Values are hashed as soon as
+// they arrive and never kept, so no ConfigMap or Secret value lives in the agent's state, logs
+// or metrics.
+import { createHash } from 'node:crypto';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import type { SourceRef } from '../discover/targets.ts';
+
+export interface KeyDigest {
+  readonly sha256: string;
+  readonly size: number;
+}
+
+export interface SourceSnapshot {
+  readonly ref: SourceRef;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly immutable: boolean;
+  /**
+   * When the object last changed, in ms: the newest managedFields time (second resolution), or
+   * when the agent saw the change, whichever is later. Lets a one-shot command, or an agent
+   * started after the change, tell propagation from drift without having watched it happen.
+   */
+  readonly changedAt: number | undefined;
+  readonly keys: ReadonlyMap<string, KeyDigest>;
+}
+
+/** What the API says about one referenced object. */
+export type SourceState =
+  | { readonly state: 'present'; readonly snapshot: SourceSnapshot }
+  | { readonly state: 'absent'; readonly ref: SourceRef }
+  | { readonly state: 'unreadable'; readonly ref: SourceRef; readonly reason: string };
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** The short form used in logs, events and errors (never a full hash of a Secret value). */
+export function shortHash(hex: string | undefined): string {
+  return hex ? hex.slice(0, 12) : '-';
+}
+
+function digest(bytes: Uint8Array): KeyDigest {
+  return { sha256: sha256(bytes), size: bytes.byteLength };
+}
+
+function newestManagedFieldsTime(meta: V1ConfigMap['metadata']): number | undefined {
+  let newest: number | undefined;
+  for (const entry of meta?.managedFields ?? []) {
+    const t = entry.time ? new Date(entry.time).getTime() : Number.NaN;
+    if (!Number.isNaN(t) && (newest === undefined || t > newest)) newest = t;
+  }
+  const created = meta?.creationTimestamp ? new Date(meta.creationTimestamp).getTime() : undefined;
+  return newest ?? created;
+}
+
+/** ConfigMap bytes as kubelet writes them: data as UTF-8, binaryData decoded from base64. */
+export function snapshotConfigMap(cm: V1ConfigMap, seenAt?: number): SourceSnapshot {
+  const keys = new Map<string, KeyDigest>();
+  for (const [k, v] of Object.entries(cm.data ?? {})) keys.set(k, digest(Buffer.from(v, 'utf8')));
+  for (const [k, v] of Object.entries(cm.binaryData ?? {})) keys.set(k, digest(Buffer.from(v, 'base64')));
+  return snapshot({ kind: 'ConfigMap', name: cm.metadata?.name ?? '' }, cm, keys, seenAt);
+}
+
+/** Secret bytes as kubelet writes them: data decoded from base64. */
+export function snapshotSecret(secret: V1Secret, seenAt?: number): SourceSnapshot {
+  const keys = new Map<string, KeyDigest>();
+  for (const [k, v] of Object.entries(secret.data ?? {})) keys.set(k, digest(Buffer.from(v, 'base64')));
+  return snapshot({ kind: 'Secret', name: secret.metadata?.name ?? '' }, secret, keys, seenAt);
+}
+
+function snapshot(
+  ref: SourceRef,
+  obj: V1ConfigMap | V1Secret,
+  keys: Map<string, KeyDigest>,
+  seenAt: number | undefined,
+): SourceSnapshot {
+  const fromApi = newestManagedFieldsTime(obj.metadata);
+  const changedAt =
+    fromApi === undefined ? seenAt : seenAt === undefined ? fromApi : Math.max(fromApi, seenAt);
+  return {
+    ref,
+    uid: obj.metadata?.uid ?? '',
+    resourceVersion: obj.metadata?.resourceVersion ?? '',
+    immutable: obj.immutable === true,
+    changedAt,
+    keys,
+  };
+}
+
+export function refKey(ref: SourceRef): string {
+  return `${ref.kind}/${ref.name}`;
+}

@@ -1,0 +1,126 @@
+// The heal planner: every decision step, with the reasons a person reads in heal --dry-run.
+import { describe, expect, it } from 'vitest';
+import { ANNOTATION, type OwnerState, type PlanInput, planHeal } from '../../src/heal/planner.ts';
+import type { Verdict } from '../../src/verify/verdict.ts';
+
+const NOW = Date.parse('2026-12-02T10:00:00Z');
+const drifted: Verdict = {
+  target: 'app:/etc/app',
+  state: 'Drifted',
+  reason: 'ContentDrift',
+  message: 'files differ',
+  mismatches: [],
+};
+const inSync: Verdict = {
+  target: 'app:/etc/app',
+  state: 'InSync',
+  reason: 'InSync',
+  message: 'ok',
+  mismatches: [],
+};
+const propagating: Verdict = {
+  ...drifted,
+  state: 'Propagating',
+  reason: 'Propagating',
+  message: 'within grace',
+};
+const sourceMissing: Verdict = {
+  target: 'app:/etc/db',
+  state: 'Missing',
+  reason: 'SourceMissing',
+  message: 'Secret/db is gone',
+  mismatches: [],
+};
+const fileMissing: Verdict = { ...drifted, state: 'Missing', reason: 'FileMissing' };
+const unknown: Verdict = { ...drifted, state: 'Unknown', reason: 'ApiUnreadable' };
+
+const deployment = (annotations: Record<string, string> = {}): OwnerState => ({
+  type: 'workload',
+  workload: { kind: 'Deployment', name: 'web', resourceVersion: '42', templateAnnotations: annotations },
+});
+
+const input = (over: Partial<PlanInput> = {}): PlanInput => ({
+  verdicts: [drifted],
+  owner: deployment(),
+  podConfigHash: 'old',
+  expectedConfigHash: 'new',
+  policy: { mode: 'restart', minRestartIntervalMs: 300_000 },
+  now: NOW,
+  ...over,
+});
+
+describe('planHeal', () => {
+  it.each([
+    ['in sync', [inSync], 'none'],
+    ['propagating waits', [propagating], 'none'],
+    ['unknown waits', [unknown], 'none'],
+    ['drifted restarts', [drifted], 'restart'],
+    ['missing files restart', [fileMissing], 'restart'],
+  ] as const)('%s', (_, verdicts, decision) => {
+    expect(planHeal(input({ verdicts: [...verdicts] })).decision).toBe(decision);
+  });
+
+  it('restarts conditional on the resourceVersion read, and says so', () => {
+    const plan = planHeal(input());
+    expect(plan).toMatchObject({
+      decision: 'restart',
+      workload: { kind: 'Deployment', name: 'web', resourceVersion: '42' },
+      configHash: 'new',
+    });
+    expect(plan.reasons).toEqual([
+      'app:/etc/app: ContentDrift: files differ',
+      'restart Deployment web (resourceVersion 42) with config new',
+    ]);
+  });
+
+  it('never restarts into a broken state: a source gone from the API alerts, even with other drift', () => {
+    const plan = planHeal(input({ verdicts: [drifted, sourceMissing] }));
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'SourceMissing' });
+    expect(plan.reasons.at(-1)).toContain('new pods could not mount a source that is gone');
+  });
+
+  it('dedupes when a sibling already restarted for this config', () => {
+    const plan = planHeal(input({ owner: deployment({ [ANNOTATION.configHash]: 'new' }) }));
+    expect(plan.decision).toBe('deduped');
+    expect(plan.reasons.at(-1)).toContain('already restarted for config new');
+  });
+
+  it('opens the circuit when this pod came from that restart and still drifts', () => {
+    const plan = planHeal(
+      input({ owner: deployment({ [ANNOTATION.configHash]: 'new' }), podConfigHash: 'new' }),
+    );
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'CircuitOpen' });
+  });
+
+  it('waits out the minimum interval between restarts', () => {
+    const recent = new Date(NOW - 60_000).toISOString();
+    const plan = planHeal(
+      input({ owner: deployment({ [ANNOTATION.restartedAt]: recent, [ANNOTATION.configHash]: 'older' }) }),
+    );
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'RateLimited', retryAt: NOW + 240_000 });
+  });
+
+  it('restarts again once the interval has passed and the config changed', () => {
+    const long = new Date(NOW - 600_000).toISOString();
+    expect(
+      planHeal(
+        input({ owner: deployment({ [ANNOTATION.restartedAt]: long, [ANNOTATION.configHash]: 'older' }) }),
+      ).decision,
+    ).toBe('restart');
+  });
+
+  it('alert-only never restarts', () => {
+    expect(planHeal(input({ policy: { mode: 'alert-only', minRestartIntervalMs: 0 } }))).toMatchObject({
+      decision: 'alert',
+      alert: 'AlertOnly',
+    });
+  });
+
+  it('reports, never touches, an owner it does not restart', () => {
+    const plan = planHeal(input({ owner: { type: 'unsupported', description: 'Job batch-1' } }));
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'UnsupportedOwner' });
+    expect(plan.reasons.at(-1)).toBe(
+      'not restarting: Job batch-1 is not a Deployment, StatefulSet or DaemonSet',
+    );
+  });
+});
