@@ -1,12 +1,14 @@
 import { EXIT, exitCodeFor, unknownCommand } from '../errors.ts';
+import { checkCommand } from './commands/check.ts';
 import type { Command } from './commands/command.ts';
 import { doctorCommand } from './commands/doctor.ts';
+import { healCommand } from './commands/heal.ts';
 import { versionCommand } from './commands/version.ts';
 import type { CliIO } from './io.ts';
 import { formatError } from './report-error.ts';
 
 // The command table, in the order --help lists it.
-const commands: readonly Command[] = [doctorCommand, versionCommand];
+const commands: readonly Command[] = [checkCommand, healCommand, doctorCommand, versionCommand];
 
 function helpText(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -1,0 +1,58 @@
+// One pass without watches, for `check` and `heal`: read every source once, verify, find the
+// owner and plan. Stateless: the grace window is measured from the API's own change time.
+import type { V1Pod } from '@kubernetes/client-node';
+import { findOwner, readWorkload } from '../heal/owner.ts';
+import { ANNOTATION, type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
+import { readSource } from '../kube/sources.ts';
+import { configHash } from '../verify/expected.ts';
+import { refKey, type SourceState } from '../verify/source.ts';
+import type { Verdict } from '../verify/verdict.ts';
+import { readVolume } from '../watch/read-volume.ts';
+import { verifyPass } from './pass.ts';
+import type { Runtime } from './runtime.ts';
+
+export interface OneShotResult {
+  readonly verdicts: readonly Verdict[];
+  readonly plan: Plan;
+  readonly sources: ReadonlyMap<string, SourceState>;
+}
+
+export async function readAllSources(rt: Runtime): Promise<Map<string, SourceState>> {
+  const states = await Promise.all(rt.sources.map((ref) => readSource(rt.client, rt.namespace, ref)));
+  return new Map(states.map((s, i) => [refKey(rt.sources[i] as (typeof rt.sources)[number]), s]));
+}
+
+export async function resolveOwner(rt: Runtime, pod: V1Pod | undefined): Promise<OwnerState> {
+  if (!pod) return { type: 'unsupported', description: 'no Pod (explicit --watch targets only)' };
+  const owner = await findOwner(rt.client, rt.namespace, pod);
+  if ('unsupported' in owner) return { type: 'unsupported', description: owner.unsupported };
+  return readWorkload(rt.client, rt.namespace, owner.kind, owner.name);
+}
+
+export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> {
+  const sources = await readAllSources(rt);
+  const lookup = (ref: { kind: 'ConfigMap' | 'Secret'; name: string }) => sources.get(refKey(ref));
+  const { verdicts } = verifyPass({
+    targets: rt.targets,
+    lookup,
+    readVolume,
+    agentPath: rt.agentPath,
+    envBaselines: rt.envBaselines,
+    memory: new Map(),
+    policy: rt.verifyPolicy,
+    now,
+  });
+  const needsOwner = verdicts.some((v) => v.state === 'Drifted' || v.state === 'Missing');
+  const owner: OwnerState = needsOwner
+    ? await resolveOwner(rt, rt.pod)
+    : { type: 'unsupported', description: 'not needed' };
+  const plan = planHeal({
+    verdicts,
+    owner,
+    podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
+    expectedConfigHash: configHash(lookup, rt.sources),
+    policy: rt.healPolicy,
+    now,
+  });
+  return { verdicts, plan, sources };
+}

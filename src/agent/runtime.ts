@@ -1,0 +1,142 @@
+// What every command that acts like the agent starts from: the resolved scope, the one client,
+// its own Pod, the targets, and the settings that shape decisions. Built once per process.
+import path from 'node:path';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { Settings } from '../cli/settings.ts';
+import {
+  DEFAULT_VOLUME_MODE,
+  discoverTargets,
+  referencedSources,
+  type SourceRef,
+  type Target,
+} from '../discover/targets.ts';
+import { parseWatchSpec } from '../discover/watch-spec.ts';
+import { ConfigSyncError } from '../errors.ts';
+import { ANNOTATION, type HealPolicy } from '../heal/planner.ts';
+import { explainApiError } from '../kube/api-errors.ts';
+import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { resolveScope, type Scope } from '../kube/scope.ts';
+import { gatherScopeFacts } from '../kube/scope-facts.ts';
+import type { VerifyPolicy } from '../verify/verdict.ts';
+import { parseDuration } from './settings.ts';
+
+export interface Runtime {
+  readonly scope: Scope;
+  readonly client: KubeClient;
+  readonly namespace: string;
+  readonly pod: V1Pod | undefined;
+  readonly targets: readonly Target[];
+  readonly sources: readonly SourceRef[];
+  readonly notes: readonly string[];
+  readonly verifyPolicy: VerifyPolicy;
+  readonly healPolicy: HealPolicy;
+  /** A target's mount path as the agent sees it (under --mount-root). */
+  agentPath(mountPath: string): string;
+  /** The env baselines recorded on the Pod: target id -> digest. */
+  readonly envBaselines: Readonly<Record<string, string>>;
+}
+
+export async function openRuntime(
+  command: string,
+  settings: Settings,
+  env: NodeJS.ProcessEnv,
+): Promise<Runtime> {
+  const facts = gatherScopeFacts(
+    {
+      kubeconfig: settings.string('kubeconfig'),
+      context: settings.string('context'),
+      namespace: settings.string('namespace'),
+      serviceAccountDir: settings.string('service-account-dir')?.value,
+    },
+    env,
+  );
+  const scope = resolveScope(facts, 'agent');
+  const namespace = scope.namespace?.value as string;
+  const client = createKubeClient(scope);
+
+  const onDrift = settings.string('on-drift')?.value ?? 'restart';
+  if (onDrift !== 'restart' && onDrift !== 'alert-only') {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_FLAG',
+      'usage',
+      `${command}: --on-drift ${onDrift} is not restart or alert-only`,
+      {
+        hint: 'use --on-drift restart (default) or --on-drift alert-only',
+      },
+    );
+  }
+  const duration = (name: string) => parseDuration(command, name, settings.string(name)?.value ?? '');
+  const verifyPolicy = { graceMs: duration('grace'), debounceMs: duration('debounce') };
+  const healPolicy: HealPolicy = { mode: onDrift, minRestartIntervalMs: duration('min-restart-interval') };
+  const mountRoot = settings.string('mount-root')?.value ?? '/';
+
+  // Explicit targets first: they need no Pod.
+  const targets: Target[] = settings.list('watch').map((raw) => {
+    const spec = parseWatchSpec(raw);
+    if (!spec.path) {
+      throw new ConfigSyncError(
+        'CS_USAGE_BAD_WATCH',
+        'usage',
+        `--watch ${raw}: ${command} needs the mount path too`,
+        {
+          hint: 'write PATH=configmap/NAME, e.g. --watch /etc/app=configmap/app-config',
+        },
+      );
+    }
+    return {
+      type: 'volume' as const,
+      container: 'explicit',
+      volume: spec.ref.name,
+      mountPath: spec.path,
+      sources: [{ ref: spec.ref, optional: false, defaultMode: DEFAULT_VOLUME_MODE }],
+    };
+  });
+  const notes: string[] = [];
+  let pod: V1Pod | undefined;
+  const podName = settings.string('pod')?.value;
+  if (podName) {
+    try {
+      pod = await client.api(CoreV1Api).readNamespacedPod({ name: podName, namespace });
+    } catch (error) {
+      throw explainApiError(error, { verb: 'get', resource: 'pods', namespace, name: podName }, scope);
+    }
+    const discovery = discoverTargets(pod, {
+      self: settings.string('self-container')?.value ?? 'config-sync',
+      containers: settings.list('container'),
+    });
+    targets.push(...discovery.targets);
+    notes.push(...discovery.notes);
+  }
+  if (targets.length === 0) {
+    throw new ConfigSyncError(
+      'CS_CONFIG_NO_TARGETS',
+      'config',
+      `${command}: nothing to check: no --watch target and no ConfigMap or Secret in ${podName ? `Pod ${podName}` : 'any Pod (no --pod, no POD_NAME)'}`,
+      {
+        hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass --watch PATH=configmap/NAME',
+      },
+    );
+  }
+  let envBaselines: Record<string, string> = {};
+  const raw = pod?.metadata?.annotations?.[ANNOTATION.envBaseline];
+  if (raw) {
+    try {
+      envBaselines = JSON.parse(raw) as Record<string, string>;
+    } catch {
+      notes.push(`annotation ${ANNOTATION.envBaseline} is not JSON; env targets are re-baselined`);
+    }
+  }
+  return {
+    scope,
+    client,
+    namespace,
+    pod,
+    targets,
+    sources: referencedSources(targets),
+    notes,
+    verifyPolicy,
+    healPolicy,
+    agentPath: (mountPath) => path.join(mountRoot, mountPath),
+    envBaselines,
+  };
+}

@@ -1,0 +1,89 @@
+// The settings of the agent and of the one-shot commands that act like it (check, heal).
+
+import { type SettingDef, scopeSettings } from '../cli/settings.ts';
+import { badFlag } from '../errors.ts';
+
+export const targetSettings: readonly SettingDef[] = [
+  ...scopeSettings,
+  {
+    name: 'pod',
+    env: 'POD_NAME',
+    type: 'string',
+    valueName: 'name',
+    description: 'its own Pod (downward API), whose mounts are the targets',
+  },
+  {
+    name: 'container',
+    env: 'CONFIG_SYNC_CONTAINERS',
+    type: 'list',
+    valueName: 'name',
+    description: 'only these app containers (repeatable; default all but the agent)',
+  },
+  {
+    name: 'self-container',
+    env: 'CONFIG_SYNC_SELF_CONTAINER',
+    type: 'string',
+    valueName: 'name',
+    default: 'config-sync',
+    description: "the agent's own container, never a target",
+  },
+  {
+    name: 'watch',
+    env: 'CONFIG_SYNC_WATCH',
+    type: 'list',
+    valueName: 'PATH=kind/NAME',
+    description: 'an explicit target, e.g. /etc/app=configmap/app-config (repeatable)',
+  },
+  {
+    name: 'mount-root',
+    env: 'CONFIG_SYNC_MOUNT_ROOT',
+    type: 'string',
+    valueName: 'dir',
+    default: '/',
+    description: "where the app's mount paths are in the agent's filesystem",
+  },
+  {
+    name: 'grace',
+    env: 'CONFIG_SYNC_GRACE',
+    type: 'string',
+    valueName: 'duration',
+    default: '90s',
+    description: 'how long kubelet may take to propagate a change',
+  },
+  {
+    name: 'debounce',
+    env: 'CONFIG_SYNC_DEBOUNCE',
+    type: 'string',
+    valueName: 'duration',
+    default: '5s',
+    description: 'wait before a subPath, env or immutable target counts as drifted',
+  },
+  {
+    name: 'on-drift',
+    env: 'CONFIG_SYNC_ON_DRIFT',
+    type: 'string',
+    valueName: 'restart|alert-only',
+    default: 'restart',
+    description: 'what to do about drift',
+  },
+  {
+    name: 'min-restart-interval',
+    env: 'CONFIG_SYNC_MIN_RESTART_INTERVAL',
+    type: 'string',
+    valueName: 'duration',
+    default: '5m',
+    description: 'no second restart of the workload sooner than this',
+  },
+];
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `90s`, `1m30s`, `500ms`, `2h` -> milliseconds; a bare number is seconds. */
+export function parseDuration(command: string, name: string, raw: string): number {
+  if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw) * 1000;
+  const parts = [...raw.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== raw) {
+    throw badFlag(command, `--${name} ${raw} is not a duration (examples: 90s, 1m30s, 500ms)`);
+  }
+  return parts.reduce((ms, p) => ms + Number(p[1]) * (UNITS[p[2] as string] as number), 0);
+}

@@ -1,0 +1,67 @@
+import { runOnce } from '../../agent/oneshot.ts';
+import { openRuntime } from '../../agent/runtime.ts';
+import { targetSettings } from '../../agent/settings.ts';
+import { EXIT } from '../../errors.ts';
+import { restartWorkload } from '../../heal/executor.ts';
+import type { CliIO } from '../io.ts';
+import { parseOutputFormat } from '../output-format.ts';
+import { overall, planJson, planText } from '../plan-format.ts';
+import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
+import type { Command } from './command.ts';
+
+const defs: readonly SettingDef[] = [
+  ...targetSettings,
+  { name: 'dry-run', type: 'boolean', description: 'print the plan and why; change nothing' },
+  {
+    name: 'output',
+    short: 'o',
+    type: 'string',
+    valueName: 'text|json',
+    default: 'text',
+    description: 'output format',
+  },
+];
+
+// A 409 means the workload changed between read and patch (a sibling restarted it, a deploy
+// rolled): re-read and decide again, a bounded number of times.
+const MAX_ATTEMPTS = 3;
+
+export const healCommand: Command = {
+  name: 'heal',
+  summary: 'decide what to do about drift and why (--dry-run), or do it once: at most one restart',
+  usage: `config-sync heal [--dry-run] [-o text|json] [flags]\n\nFlags:\n${flagHelp(defs)}\n\nExit: 0 nothing left to do (in sync, restarted, or a sibling restarted), 1 drift not healed (or --dry-run found drift), 2 usage or configuration error, 3 API or permission error.`,
+  async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+    const settings = resolveSettings('heal', defs, args, env);
+    const format = parseOutputFormat(settings.string('output')?.value);
+    const rt = await openRuntime('heal', settings, env);
+    for (let attempt = 1; ; attempt += 1) {
+      const { verdicts, plan } = await runOnce(rt, Date.now());
+      const drift = overall(verdicts) === 'drift';
+      if (settings.boolean('dry-run') || plan.decision !== 'restart') {
+        io.stdout.write(
+          format === 'json'
+            ? planJson(plan, verdicts, { dryRun: settings.boolean('dry-run') })
+            : planText(plan, verdicts),
+        );
+        if (settings.boolean('dry-run')) return drift ? EXIT.drift : EXIT.ok;
+        return plan.decision === 'alert' ? EXIT.drift : EXIT.ok;
+      }
+      const outcome = await restartWorkload(rt.client, rt.namespace, plan, new Date());
+      if (outcome === 'restarted') {
+        const done = `restarted ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}`;
+        io.stdout.write(
+          format === 'json'
+            ? planJson(plan, verdicts, { result: 'restarted' })
+            : `${planText(plan, verdicts)}${done}\n`,
+        );
+        return EXIT.ok;
+      }
+      if (attempt >= MAX_ATTEMPTS) {
+        io.stderr.write(
+          `error CS_HEAL_CONFLICT: ${plan.workload?.kind} ${plan.workload?.name} kept changing during ${MAX_ATTEMPTS} attempts; nothing was restarted\nhint: run heal again; if it persists, something else rewrites the workload continuously\n`,
+        );
+        return EXIT.api;
+      }
+    }
+  },
+};

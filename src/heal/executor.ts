@@ -1,0 +1,117 @@
+// Carries out a Plan: the restart patch and the Events. Decides nothing: a conflict is returned
+// for the caller to re-read and re-plan (controller-runtime style), never retried blindly.
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { explainApiError } from '../kube/api-errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { ANNOTATION, type Plan } from './planner.ts';
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export type RestartOutcome = 'restarted' | 'conflict';
+
+/**
+ * Patches the pod template's annotations, which makes the controller roll the pods:
+ * `kubectl.kubernetes.io/restartedAt` (what `kubectl rollout restart` writes, so rollout
+ * history and status understand it) and `config-sync.io/config-hash` (how siblings dedupe).
+ * The patch carries the resourceVersion the plan was made from: the API server refuses it with
+ * 409 if the workload changed since, and the caller re-reads and re-decides.
+ */
+export async function restartWorkload(
+  client: KubeClient,
+  namespace: string,
+  plan: Plan,
+  now: Date,
+): Promise<RestartOutcome> {
+  const w = plan.workload;
+  if (plan.decision !== 'restart' || !w)
+    throw new Error(`restartWorkload called with a ${plan.decision} plan`);
+  const body = {
+    metadata: { resourceVersion: w.resourceVersion },
+    spec: {
+      template: {
+        metadata: {
+          annotations: {
+            [ANNOTATION.restartedAt]: now.toISOString(),
+            [ANNOTATION.configHash]: plan.configHash,
+          },
+        },
+      },
+    },
+  };
+  const apps = client.api(AppsV1Api);
+  try {
+    if (w.kind === 'Deployment')
+      await apps.patchNamespacedDeployment({ name: w.name, namespace, body }, mergePatch);
+    else if (w.kind === 'StatefulSet')
+      await apps.patchNamespacedStatefulSet({ name: w.name, namespace, body }, mergePatch);
+    else await apps.patchNamespacedDaemonSet({ name: w.name, namespace, body }, mergePatch);
+    return 'restarted';
+  } catch (error) {
+    if ((error as { code?: number }).code === 409) return 'conflict';
+    const resource = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' }[
+      w.kind
+    ];
+    throw explainApiError(
+      error,
+      { verb: 'patch', resource, group: 'apps', namespace, name: w.name },
+      client.scope,
+    );
+  }
+}
+
+/** Closed set of the Event reasons config-sync emits on its Pod. */
+export type EventReason =
+  | 'Drifted'
+  | 'Healed'
+  | 'Deduped'
+  | 'HealFailed'
+  | 'CircuitOpen'
+  | 'SourceMissing'
+  | 'InSync';
+
+export interface PodRef {
+  readonly name: string;
+  readonly namespace: string;
+  readonly uid: string;
+}
+
+/** A core/v1 Event on the agent's Pod. Messages carry paths and hash prefixes only. */
+export async function emitEvent(
+  client: KubeClient,
+  pod: PodRef,
+  reason: EventReason,
+  message: string,
+  type: 'Normal' | 'Warning',
+  now: Date,
+): Promise<void> {
+  try {
+    await client.api(CoreV1Api).createNamespacedEvent({
+      namespace: pod.namespace,
+      body: {
+        metadata: { generateName: `${pod.name}.config-sync.`, namespace: pod.namespace },
+        involvedObject: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          name: pod.name,
+          namespace: pod.namespace,
+          uid: pod.uid,
+        },
+        reason,
+        message: message.slice(0, 1024),
+        type,
+        source: { component: 'config-sync' },
+        reportingComponent: 'config-sync.io/agent',
+        reportingInstance: pod.name,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      },
+    });
+  } catch (error) {
+    throw explainApiError(
+      error,
+      { verb: 'create', resource: 'events', namespace: pod.namespace },
+      client.scope,
+    );
+  }
+}

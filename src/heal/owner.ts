@@ -1,0 +1,68 @@
+// Finds the workload that owns a Pod: Pod -> ReplicaSet -> Deployment, or a StatefulSet or
+// DaemonSet directly. Anything else (a Job, a bare Pod, a custom controller) is reported and
+// never touched.
+import { AppsV1Api, type V1ObjectMeta, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { explainApiError } from '../kube/api-errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { OwnerState, WorkloadKind } from './planner.ts';
+
+function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference | undefined {
+  return meta?.ownerReferences?.find((r) => r.controller);
+}
+
+export async function readWorkload(
+  client: KubeClient,
+  namespace: string,
+  kind: WorkloadKind,
+  name: string,
+): Promise<OwnerState> {
+  const apps = client.api(AppsV1Api);
+  const resource = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' }[kind];
+  try {
+    const obj =
+      kind === 'Deployment'
+        ? await apps.readNamespacedDeployment({ name, namespace })
+        : kind === 'StatefulSet'
+          ? await apps.readNamespacedStatefulSet({ name, namespace })
+          : await apps.readNamespacedDaemonSet({ name, namespace });
+    return {
+      type: 'workload',
+      workload: {
+        kind,
+        name,
+        resourceVersion: obj.metadata?.resourceVersion ?? '',
+        templateAnnotations: obj.spec?.template.metadata?.annotations ?? {},
+      },
+    };
+  } catch (error) {
+    throw explainApiError(error, { verb: 'get', resource, group: 'apps', namespace, name }, client.scope);
+  }
+}
+
+/** The owning workload's kind and name, reading the ReplicaSet between a Deployment and its Pods. */
+export async function findOwner(
+  client: KubeClient,
+  namespace: string,
+  pod: V1Pod,
+): Promise<{ kind: WorkloadKind; name: string } | { unsupported: string }> {
+  const owner = controllerOf(pod.metadata);
+  if (!owner) return { unsupported: `Pod ${pod.metadata?.name} (no controller)` };
+  if (owner.kind === 'StatefulSet' || owner.kind === 'DaemonSet')
+    return { kind: owner.kind, name: owner.name };
+  if (owner.kind !== 'ReplicaSet') return { unsupported: `${owner.kind} ${owner.name}` };
+  let rsMeta: V1ObjectMeta | undefined;
+  try {
+    rsMeta = (await client.api(AppsV1Api).readNamespacedReplicaSet({ name: owner.name, namespace })).metadata;
+  } catch (error) {
+    throw explainApiError(
+      error,
+      { verb: 'get', resource: 'replicasets', group: 'apps', namespace, name: owner.name },
+      client.scope,
+    );
+  }
+  const top = controllerOf(rsMeta);
+  if (top?.kind === 'Deployment') return { kind: 'Deployment', name: top.name };
+  return {
+    unsupported: `ReplicaSet ${owner.name}${top ? ` (owned by ${top.kind} ${top.name})` : ' (no Deployment)'}`,
+  };
+}

@@ -1,0 +1,32 @@
+// Reads the referenced ConfigMaps and Secrets from the API, once each, into SourceStates (digests
+// only). Used by one-shot commands and for the agent's initial list; the agent then follows
+// changes through watches (src/watch/api-watch.ts).
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { SourceRef } from '../discover/targets.ts';
+import { type SourceState, snapshotConfigMap, snapshotSecret } from '../verify/source.ts';
+import { explainApiError } from './api-errors.ts';
+import type { KubeClient } from './client.ts';
+
+export async function readSource(
+  client: KubeClient,
+  namespace: string,
+  ref: SourceRef,
+): Promise<SourceState> {
+  const core = client.api(CoreV1Api);
+  try {
+    const snapshot =
+      ref.kind === 'ConfigMap'
+        ? snapshotConfigMap(await core.readNamespacedConfigMap({ name: ref.name, namespace }))
+        : snapshotSecret(await core.readNamespacedSecret({ name: ref.name, namespace }));
+    return { state: 'present', snapshot };
+  } catch (error) {
+    if ((error as { code?: number }).code === 404) return { state: 'absent', ref };
+    const resource = ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+    const explained = explainApiError(
+      error,
+      { verb: 'get', resource, namespace, name: ref.name },
+      client.scope,
+    );
+    return { state: 'unreadable', ref, reason: `${explained.code}: ${explained.message}` };
+  }
+}

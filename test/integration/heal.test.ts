@@ -1,0 +1,115 @@
+// check and heal as an operator runs them (the built CLI, in the agent's identity with exactly
+// the shipped Role), against the real API and kubelet-style mounts.
+import { AppsV1Api } from '@kubernetes/client-node';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../cluster/wait.ts';
+import { useNamespace } from './support.ts';
+import { type AppPod, cli, createApp, templateAnnotations, updateConfig, writeMount } from './support-app.ts';
+
+const ns = useNamespace('heal');
+let pods: AppPod[];
+
+beforeAll(async () => {
+  pods = await createApp(ns.admin, ns.name, 2);
+});
+
+const pod = (i: number) => pods[i] as AppPod;
+
+describe('check and heal', () => {
+  it('in sync: check exits 0 with one line, heal --dry-run plans nothing', async () => {
+    const check = await cli(['check'], pod(0).env);
+    expect(check.stderr).toBe('');
+    expect(check.stdout).toBe('in sync: 1 target matches the API\n');
+    expect(check.status).toBe(0);
+    const dry = await cli(['heal', '--dry-run'], pod(0).env);
+    expect(dry.status).toBe(0);
+    expect(dry.stdout.split('\n')[0]).toBe('plan: nothing to do');
+  });
+
+  it('an API change inside grace is propagating, not drift', async () => {
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const check = await cli(['check', '--grace', '10m'], pod(0).env);
+    expect(check.status).toBe(0);
+    expect(check.stdout).toMatch(
+      /^propagating: app:\/etc\/app Propagating: differs from the API for \d+s, within the 600s window: app\.yaml content/,
+    );
+  });
+
+  it('heal --dry-run past grace: exit 1, the plan and why, and the Deployment untouched', async () => {
+    const before = await ns.admin
+      .makeApiClient(AppsV1Api)
+      .readNamespacedDeployment({ name: 'web', namespace: ns.name });
+    const dry = await cli(['heal', '--dry-run', '--grace', '0s'], pod(0).env);
+    expect(dry.stderr).toBe('');
+    expect(dry.status).toBe(1);
+    const lines = dry.stdout.split('\n');
+    expect(lines[0]).toBe('plan: restart Deployment web');
+    expect(dry.stdout).toMatch(
+      /app:\/etc\/app: ContentDrift: files still differ \d+s after the change, past the 0s grace: app\.yaml content \(want [0-9a-f]{12}, have [0-9a-f]{12}\)/,
+    );
+    expect(dry.stdout).toContain(
+      `restart Deployment web (resourceVersion ${before.metadata?.resourceVersion})`,
+    );
+    const json = JSON.parse(
+      (await cli(['heal', '--dry-run', '--grace', '0s', '-o', 'json'], pod(0).env)).stdout,
+    ) as {
+      decision: string;
+      workload: { name: string };
+    };
+    expect(json).toMatchObject({ decision: 'restart', workload: { name: 'web' } });
+    const after = await ns.admin
+      .makeApiClient(AppsV1Api)
+      .readNamespacedDeployment({ name: 'web', namespace: ns.name });
+    expect(after.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+  });
+
+  it('check past grace: one line, exit 1', async () => {
+    const check = await cli(['check', '--grace', '0s'], pod(1).env);
+    expect(check.status).toBe(1);
+    expect(check.stdout).toMatch(/^drift: app:\/etc\/app ContentDrift: /);
+    expect(check.stdout.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('five heal processes at once for the replicas: exactly one restart, the rest deduped', async () => {
+    const runs = await Promise.all([0, 1, 0, 1, 0].map((i) => cli(['heal', '--grace', '0s'], pod(i).env)));
+    for (const r of runs) expect(r.status, r.stderr).toBe(0);
+    const restarted = runs.filter((r) => r.stdout.includes('restarted Deployment web'));
+    const deduped = runs.filter((r) =>
+      r.stdout.startsWith('plan: nothing to do, Deployment web was already restarted'),
+    );
+    expect(restarted).toHaveLength(1);
+    expect(deduped).toHaveLength(4);
+
+    const annotations = await templateAnnotations(ns.admin, ns.name);
+    expect(annotations['config-sync.io/config-hash']).toMatch(/^[0-9a-f]{16}$/);
+    expect(Date.parse(annotations['kubectl.kubernetes.io/restartedAt'] ?? '')).toBeGreaterThan(
+      Date.now() - 60_000,
+    );
+
+    // The controller-manager rolls the Deployment: a second ReplicaSet appears.
+    await waitFor(
+      async () => {
+        const list = await ns.admin
+          .makeApiClient(AppsV1Api)
+          .listNamespacedReplicaSet({ namespace: ns.name, labelSelector: 'app=web' });
+        return list.items.length >= 2 || undefined;
+      },
+      { what: 'a new ReplicaSet for the restarted Deployment' },
+    );
+  });
+
+  it('heal again on an old pod: deduped, no second restart', async () => {
+    const before = await templateAnnotations(ns.admin, ns.name);
+    const again = await cli(['heal', '--grace', '0s'], pod(0).env);
+    expect(again.status).toBe(0);
+    expect(again.stdout).toMatch(/^plan: nothing to do, Deployment web was already restarted/);
+    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(before);
+  });
+
+  it('once the files catch up, check is back in sync', async () => {
+    writeMount(pod(1).mountRoot, { 'app.yaml': 'level: debug\n' });
+    const check = await cli(['check', '--grace', '0s'], pod(1).env);
+    expect(check.stdout).toBe('in sync: 1 target matches the API\n');
+    expect(check.status).toBe(0);
+  });
+});
