@@ -1,4 +1,5 @@
 import { EXIT, exitCodeFor, unknownCommand } from '../errors.ts';
+import { agentCommand } from './commands/agent.ts';
 import { checkCommand } from './commands/check.ts';
 import type { Command } from './commands/command.ts';
 import { doctorCommand } from './commands/doctor.ts';
@@ -8,7 +9,7 @@ import type { CliIO } from './io.ts';
 import { formatError } from './report-error.ts';
 
 // The command table, in the order --help lists it.
-const commands: readonly Command[] = [checkCommand, healCommand, doctorCommand, versionCommand];
+const commands: readonly Command[] = [agentCommand, checkCommand, healCommand, doctorCommand, versionCommand];
 
 function helpText(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

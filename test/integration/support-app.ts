@@ -1,10 +1,11 @@
 // An application to keep honest, as the agent tests need it: the shipped RBAC base applied, a
 // ConfigMap and Secret, a Deployment `web` whose Pods run as config-sync-agent, and for each Pod a
 // kubelet-style mount directory and an in-cluster identity bound to that Pod.
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'vitest';
@@ -103,37 +104,49 @@ export async function createApp(
   );
   const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace });
   const out: AppPod[] = [];
-  for (const pod of pods) {
-    const name = pod.metadata?.name ?? '';
-    const uid = pod.metadata?.uid ?? '';
-    const mountRoot = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
-    writeMount(mountRoot, cm.data ?? {});
-    const id = await createServiceAccountIdentity(admin, {
-      namespace,
-      name: 'config-sync-agent',
-      existingServiceAccount: true,
-      bindToPod: { name, uid },
-    });
-    const layout = layInClusterDir(path.join(mountRoot, 'pod-root'), controlPlane(), {
-      token: id.token,
-      namespace,
-    });
-    out.push({
-      name,
-      uid,
-      mountRoot,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: mountRoot,
-        ...layout.env,
-        CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-        POD_NAMESPACE: namespace,
-        POD_NAME: name,
-        CONFIG_SYNC_MOUNT_ROOT: mountRoot,
-      },
-    });
-  }
+  for (const pod of pods)
+    out.push(await prepareAgentPod(admin, namespace, pod.metadata?.name ?? '', cm.data ?? {}));
   return out;
+}
+
+/**
+ * What kubelet gives the agent in one Pod: its mounts (written from `data`), a service-account
+ * token bound to the Pod, and the downward-API environment.
+ */
+export async function prepareAgentPod(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+): Promise<AppPod> {
+  const pod = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name, namespace });
+  const uid = pod.metadata?.uid ?? '';
+  const mountRoot = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
+  writeMount(mountRoot, data);
+  const id = await createServiceAccountIdentity(admin, {
+    namespace,
+    name: 'config-sync-agent',
+    existingServiceAccount: true,
+    bindToPod: { name, uid },
+  });
+  const layout = layInClusterDir(path.join(mountRoot, 'pod-root'), controlPlane(), {
+    token: id.token,
+    namespace,
+  });
+  return {
+    name,
+    uid,
+    mountRoot,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: mountRoot,
+      ...layout.env,
+      CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
+      POD_NAMESPACE: namespace,
+      POD_NAME: name,
+      CONFIG_SYNC_MOUNT_ROOT: mountRoot,
+    },
+  };
 }
 
 /** What kubelet does when it propagates the ConfigMap to this pod's /etc/app. */
@@ -187,4 +200,86 @@ export async function templateAnnotations(
 ): Promise<Record<string, string>> {
   const d = await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace });
   return d.spec?.template.metadata?.annotations ?? {};
+}
+
+export interface LogLine {
+  readonly level: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+/** An agent process in one Pod: its JSON log lines, its metrics, and a clean stop. */
+export class AgentProcess {
+  readonly lines: LogLine[] = [];
+  readonly raw: string[] = [];
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<number | null>;
+
+  private constructor(child: ChildProcess) {
+    this.child = child;
+    const reader = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    reader.on('line', (line) => {
+      this.raw.push(line);
+      try {
+        this.lines.push(JSON.parse(line) as LogLine);
+      } catch {
+        this.lines.push({ level: 'raw', msg: line });
+      }
+    });
+    child.stderr?.on('data', (c: Buffer) => this.raw.push(`stderr: ${c.toString()}`));
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  static start(pod: AppPod, args: string[] = []): AgentProcess {
+    const child = spawn(
+      process.execPath,
+      [bin, 'agent', '--listen', '127.0.0.1:0', '--poll', '200ms', ...args],
+      {
+        env: pod.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    return new AgentProcess(child);
+  }
+
+  async waitFor(predicate: (line: LogLine) => boolean, what: string, timeoutMs = 30_000): Promise<LogLine> {
+    return waitFor(() => this.lines.find(predicate), {
+      what: `${what}; log so far:\n${this.raw.slice(-15).join('\n')}`,
+      timeoutMs,
+      intervalMs: 50,
+    });
+  }
+
+  async metrics(): Promise<string> {
+    const listening = await this.waitFor((l) => l.msg === 'listening', 'the agent to listen');
+    const res = await fetch(`http://${listening.address as string}/metrics`);
+    return res.text();
+  }
+
+  /** SIGTERM, and the exit code. */
+  async stop(): Promise<number | null> {
+    this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  kill(): void {
+    this.child.kill('SIGKILL');
+  }
+
+  /** Everything the agent wrote, for leak checks. */
+  output(): string {
+    return this.raw.join('\n');
+  }
+}
+
+/** The value of one sample in Prometheus text format, or undefined. */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = line.match(/^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return undefined;
 }

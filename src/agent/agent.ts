@@ -1,0 +1,382 @@
+// The long-running agent: watches its sources in the API and its mounts on disk, and runs one
+// level-based reconcile whenever anything may have changed (controller-runtime style: events
+// only wake the loop; each pass re-reads the actual state and decides from scratch).
+//
+// A pass, step by step:
+//  (1) verify every target against the cached API state (verifyPass), record metrics;
+//  (2) log each verdict that changed, and the propagation time of what just caught up;
+//  (3) if anything drifted: find the owner, plan, and act once per distinct plan (restart,
+//      dedupe or alert), with an Event on the Pod; a 409 wakes the loop to re-plan at once;
+//  (4) write the InSync condition and last-config-sync on a transition or at the heartbeat;
+//  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
+import type { Logger } from 'pino';
+import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
+import { ANNOTATION, type Plan, planHeal } from '../heal/planner.ts';
+import type { AgentMetrics } from '../metrics/metrics.ts';
+import { annotatePod, writePodStatus } from '../status/pod-status.ts';
+import { configHash } from '../verify/expected.ts';
+import { refKey, type SourceState } from '../verify/source.ts';
+import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
+import { SourceWatch } from '../watch/api-watch.ts';
+import { watchFiles } from '../watch/file-watch.ts';
+import { readVolume } from '../watch/read-volume.ts';
+import { resolveOwner } from './oneshot.ts';
+import { verifyPass } from './pass.ts';
+import type { Runtime } from './runtime.ts';
+
+export interface AgentOptions {
+  readonly resyncMs: number;
+  readonly pollMs: number;
+  readonly heartbeatMs: number;
+}
+
+export interface AgentDeps {
+  readonly rt: Runtime;
+  readonly log: Logger;
+  readonly metrics: AgentMetrics;
+  readonly options: AgentOptions;
+  readonly clock?: () => number;
+}
+
+/** Wakes a sleeping loop; a wake while awake is remembered for the next sleep. */
+class Wakeup {
+  private pending = false;
+  private resolve: (() => void) | undefined;
+
+  wake(): void {
+    this.pending = true;
+    this.resolve?.();
+  }
+
+  async sleep(ms: number, signal: AbortSignal): Promise<void> {
+    if (!this.pending && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.max(0, ms));
+        const onAbort = () => done();
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+        this.resolve = done;
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+    }
+    this.resolve = undefined;
+    this.pending = false;
+  }
+}
+
+export interface AgentHandle {
+  ready(): boolean;
+  live(): boolean;
+  done: Promise<void>;
+}
+
+export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
+  const { rt, log, metrics, options } = deps;
+  const clock = deps.clock ?? Date.now;
+  const sources = new Map<string, SourceState>();
+  const wakeup = new Wakeup();
+  let memory = new Map<string, TargetMemory>();
+  let envBaselines: Record<string, string> = { ...rt.envBaselines };
+  let ready = false;
+  let lastPassAt = clock();
+  const lastVerdict = new Map<string, string>();
+  let lastActionKey = '';
+  let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
+  const podRef: PodRef | undefined = rt.pod?.metadata?.name
+    ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
+    : undefined;
+  const lookup = (ref: { kind: 'ConfigMap' | 'Secret'; name: string }) => sources.get(refKey(ref));
+
+  const event = async (reason: EventReason, message: string, type: 'Normal' | 'Warning') => {
+    if (!podRef) return;
+    try {
+      await emitEvent(rt.client, podRef, reason, message, type, new Date(clock()));
+    } catch (error) {
+      log.warn(
+        { err: { code: (error as { code?: string }).code, message: (error as Error).message } },
+        'could not emit Event',
+      );
+    }
+  };
+
+  // (3)
+  async function act(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }> {
+    let plan: Plan;
+    try {
+      const owner = await resolveOwner(rt, rt.pod);
+      plan = planHeal({
+        verdicts,
+        owner,
+        podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
+        expectedConfigHash: configHash(lookup, rt.sources),
+        policy: rt.healPolicy,
+        now,
+      });
+    } catch (error) {
+      const key = `failed:${(error as { code?: string }).code}`;
+      if (key !== lastActionKey) {
+        lastActionKey = key;
+        metrics.heals.inc({ action: 'restart', result: 'failed' });
+        log.error(
+          { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
+          (error as Error).message,
+        );
+        await event('HealFailed', (error as Error).message, 'Warning');
+      }
+      return {};
+    }
+    const key = `${plan.decision}:${plan.alert ?? ''}:${plan.configHash}`;
+    if (plan.decision === 'restart') {
+      try {
+        const outcome = await restartWorkload(rt.client, rt.namespace, plan, new Date(now));
+        metrics.heals.inc({ action: 'restart', result: outcome === 'restarted' ? 'ok' : 'conflict' });
+        if (outcome === 'conflict') {
+          log.info({ workload: plan.workload }, 'workload changed while planning (409): re-reading');
+          wakeup.wake();
+          return {};
+        }
+        lastActionKey = key;
+        log.info(
+          {
+            decision: 'restart',
+            workload: plan.workload,
+            configHash: plan.configHash,
+            reasons: plan.reasons,
+          },
+          'restarted workload',
+        );
+        await event(
+          'Healed',
+          `restarted ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.reasons[0]}`,
+          'Normal',
+        );
+      } catch (error) {
+        metrics.heals.inc({ action: 'restart', result: 'failed' });
+        log.error(
+          { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
+          (error as Error).message,
+        );
+        if (key !== lastActionKey) await event('HealFailed', (error as Error).message, 'Warning');
+        lastActionKey = key;
+      }
+      return {};
+    }
+    if (key === lastActionKey) return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
+    lastActionKey = key;
+    if (plan.decision === 'deduped') {
+      metrics.heals.inc({ action: 'deduped', result: 'ok' });
+      log.info(
+        { decision: 'deduped', workload: plan.workload, configHash: plan.configHash, reasons: plan.reasons },
+        'a sibling already restarted the workload',
+      );
+      await event('Deduped', plan.reasons.at(-1) ?? '', 'Normal');
+    } else if (plan.decision === 'alert') {
+      metrics.heals.inc({ action: 'alert', result: plan.alert ?? 'unknown' });
+      log.warn(
+        { decision: 'alert', alert: plan.alert, reasons: plan.reasons },
+        `not restarting: ${plan.alert}`,
+      );
+      const reason: EventReason =
+        plan.alert === 'CircuitOpen'
+          ? 'CircuitOpen'
+          : plan.alert === 'SourceMissing'
+            ? 'SourceMissing'
+            : 'Drifted';
+      await event(reason, plan.reasons.join('; '), 'Warning');
+    }
+    return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
+  }
+
+  // (4)
+  async function writeStatus(verdicts: readonly Verdict[], now: number): Promise<void> {
+    if (!podRef) return;
+    // Propagating counts as in sync for the condition: a readiness gate must not take every
+    // replica out at once during a normal config rollout. Unknown (API unreadable) leaves the
+    // condition as it was, for the same reason.
+    if (verdicts.some((v) => v.state === 'Unknown')) return;
+    const bad = verdicts.find((v) => v.state === 'Drifted' || v.state === 'Missing');
+    const inSync = !bad;
+    const propagating = verdicts.some((v) => v.state === 'Propagating');
+    const reason = bad ? bad.reason : propagating ? 'Propagating' : 'InSync';
+    const transition = !status || status.inSync !== inSync || status.reason !== reason;
+    if (!transition && now - (status?.writtenAt ?? 0) < options.heartbeatMs) return;
+    const transitionAt = !status || status.inSync !== inSync ? new Date(now) : status.transitionAt;
+    const allMatch = verdicts.every((v) => v.state === 'InSync');
+    const matched = rt.sources
+      .map((ref) => {
+        const s = lookup(ref);
+        return s?.state === 'present' ? `${refKey(ref)}@${s.snapshot.resourceVersion}` : undefined;
+      })
+      .filter(Boolean)
+      .join(',');
+    try {
+      await writePodStatus(rt.client, rt.namespace, podRef.name, {
+        inSync,
+        reason,
+        message: bad
+          ? `${bad.target}: ${bad.message}`
+          : propagating
+            ? 'propagating within grace'
+            : 'every target matches the API',
+        lastTransitionTime: transitionAt,
+        ...(allMatch ? { lastConfigSync: new Date(now), matchedVersions: matched } : {}),
+      });
+      status = { inSync, reason, writtenAt: now, transitionAt };
+    } catch (error) {
+      log.warn(
+        { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
+        (error as Error).message,
+      );
+    }
+  }
+
+  async function reconcile(): Promise<number | undefined> {
+    const now = clock();
+    const t0 = performance.now();
+    // (1)
+    const pass = verifyPass({
+      targets: rt.targets,
+      lookup,
+      readVolume,
+      agentPath: rt.agentPath,
+      envBaselines,
+      memory,
+      policy: rt.verifyPolicy,
+      now,
+    });
+    memory = pass.memory;
+    metrics.duration.observe((performance.now() - t0) / 1000);
+    const drifted = pass.verdicts.filter((v) => v.state === 'Drifted' || v.state === 'Missing');
+    for (const ref of rt.sources) {
+      const labels = { namespace: rt.namespace, kind: ref.kind, name: ref.name };
+      metrics.checks.inc(labels);
+      const uses = (v: Verdict) => rt.targets.some((t) => targetUses(t, ref) && v.target === targetId(t));
+      if (drifted.some(uses)) metrics.mismatches.inc(labels);
+    }
+    const allInSync = pass.verdicts.every((v) => v.state === 'InSync');
+    metrics.inSync.set(allInSync ? 1 : 0);
+    if (allInSync) {
+      metrics.lastSuccess.set(now / 1000);
+      lastActionKey = '';
+    }
+
+    // Env targets start from what the container saw: record it once, on the Pod, so a restarted
+    // agent keeps the same baseline.
+    const missingBaselines = Object.entries(pass.envDigests).filter(([id]) => envBaselines[id] === undefined);
+    if (missingBaselines.length > 0 && podRef) {
+      envBaselines = { ...envBaselines, ...Object.fromEntries(missingBaselines) };
+      try {
+        await annotatePod(rt.client, rt.namespace, podRef.name, {
+          [ANNOTATION.envBaseline]: JSON.stringify(envBaselines),
+        });
+        log.info({ targets: missingBaselines.map(([id]) => id) }, 'recorded env baselines');
+      } catch (error) {
+        log.warn({ code: (error as { code?: string }).code }, (error as Error).message);
+      }
+    }
+
+    // (2)
+    for (const v of pass.verdicts) {
+      const key = `${v.state}:${v.reason}`;
+      if (lastVerdict.get(v.target) !== key) {
+        lastVerdict.set(v.target, key);
+        const line = { target: v.target, state: v.state, reason: v.reason, mismatches: v.mismatches };
+        if (v.state === 'Drifted' || v.state === 'Missing') {
+          log.warn(line, v.message);
+          if (v.reason !== 'SourceMissing') await event('Drifted', `${v.target}: ${v.message}`, 'Warning');
+        } else log.info(line, v.message);
+      }
+      if (v.propagationSeconds !== undefined) {
+        metrics.propagation.observe(v.propagationSeconds);
+        log.info({ target: v.target, propagationSeconds: v.propagationSeconds }, 'propagated');
+      }
+    }
+
+    let retryAt: number | undefined;
+    if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now));
+    await writeStatus(pass.verdicts, now);
+    ready = true;
+    lastPassAt = clock();
+
+    // (5)
+    const deadlines = pass.verdicts.map((v) => v.deadline).filter((d): d is number => d !== undefined);
+    if (retryAt !== undefined) deadlines.push(retryAt);
+    return deadlines.length ? Math.min(...deadlines) : undefined;
+  }
+
+  const done = (async () => {
+    const tasks: Promise<void>[] = [];
+    for (const ref of rt.sources) {
+      const watch = new SourceWatch(
+        rt.client,
+        rt.namespace,
+        ref,
+        {
+          onState: (state) => {
+            sources.set(refKey(ref), state);
+            wakeup.wake();
+          },
+          onRestart: (reason, detail) => {
+            metrics.apiWatchRestarts.inc({ kind: ref.kind, reason });
+            if (reason !== 'closed')
+              log.warn({ source: refKey(ref), reason, detail }, 'API watch restarting');
+          },
+        },
+        clock,
+      );
+      tasks.push(
+        watch.start(signal).catch((error) => log.error({ source: refKey(ref) }, (error as Error).message)),
+      );
+    }
+    const paths = rt.targets.flatMap((t) => (t.type === 'volume' ? [rt.agentPath(t.mountPath)] : []));
+    if (paths.length > 0) {
+      tasks.push(
+        watchFiles(
+          {
+            paths,
+            intervalMs: options.pollMs,
+            onChange: () => wakeup.wake(),
+            onPollingOnly: (error) => {
+              metrics.filePolling.set(1);
+              log.warn({ err: error.message }, 'inotify refused: watching files by polling only');
+            },
+          },
+          signal,
+        ),
+      );
+    }
+
+    // The first pass waits (briefly) for every source's initial list, so it compares against
+    // the API rather than reporting Unknown for what simply has not arrived yet.
+    const started = clock();
+    while (!signal.aborted && sources.size < rt.sources.length && clock() - started < 30_000) {
+      await wakeup.sleep(1000, signal);
+    }
+    while (!signal.aborted) {
+      let next: number | undefined;
+      try {
+        next = await reconcile();
+      } catch (error) {
+        log.error({ err: (error as Error).message }, 'reconcile failed');
+      }
+      const until = next === undefined ? options.resyncMs : Math.min(options.resyncMs, next - clock() + 10);
+      await wakeup.sleep(until, signal);
+    }
+    await Promise.all(tasks);
+  })();
+
+  return {
+    ready: () => ready,
+    live: () => clock() - lastPassAt < options.resyncMs * 3 + 30_000,
+    done,
+  };
+}
+
+function targetUses(target: Runtime['targets'][number], ref: { kind: string; name: string }): boolean {
+  return target.type === 'volume'
+    ? target.sources.some((s) => s.ref.kind === ref.kind && s.ref.name === ref.name)
+    : target.ref.kind === ref.kind && target.ref.name === ref.name;
+}

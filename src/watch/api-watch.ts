@@ -1,0 +1,183 @@
+// Follows one ConfigMap or Secret through the API: a list and then a watch, both with a
+// `metadata.name` field selector so that RBAC `resourceNames` can limit the agent to exactly its
+// sources. Every change is handed over as a SourceState (digests only).
+//
+// The session, step by step:
+//  (1) list by name -> the object's current state, and the list's resourceVersion;
+//  (2) watch from that resourceVersion, with bookmarks, so a reconnect resumes where it left
+//      off without replaying or missing events;
+//  (3) ADDED/MODIFIED -> present, DELETED -> absent, BOOKMARK -> remember the version;
+//  (4) the server closes a watch after its timeout: reconnect at once from the last version;
+//  (5) 410 Gone (the version was compacted away): back to (1), a fresh list;
+//  (6) any other failure: back to (1) after a p-retry backoff (0.5 s doubling to 30 s), logged
+//      and counted; a 403 is retried too, slowly, since an admin may fix the Role.
+import { CoreV1Api, type V1ConfigMap, type V1Secret, Watch } from '@kubernetes/client-node';
+import pRetry from 'p-retry';
+import type { SourceRef } from '../discover/targets.ts';
+import { explainApiError } from '../kube/api-errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type SourceState, snapshotConfigMap, snapshotSecret } from '../verify/source.ts';
+
+export interface SourceWatchEvents {
+  onState(state: SourceState): void;
+  onRestart(reason: 'closed' | 'error' | 'gone', detail?: string): void;
+}
+
+class GoneError extends Error {}
+
+export class SourceWatch {
+  private resourceVersion: string | undefined;
+  private readonly client: KubeClient;
+  private readonly namespace: string;
+  private readonly ref: SourceRef;
+  private readonly events: SourceWatchEvents;
+  private readonly clock: () => number;
+
+  constructor(
+    client: KubeClient,
+    namespace: string,
+    ref: SourceRef,
+    events: SourceWatchEvents,
+    clock: () => number = Date.now,
+  ) {
+    this.client = client;
+    this.namespace = namespace;
+    this.ref = ref;
+    this.events = events;
+    this.clock = clock;
+  }
+
+  private get path(): string {
+    const plural = this.ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+    return `/api/v1/namespaces/${this.namespace}/${plural}`;
+  }
+
+  private toState(obj: V1ConfigMap | V1Secret | undefined): SourceState {
+    if (!obj) return { state: 'absent', ref: this.ref };
+    const seenAt = this.clock();
+    const snapshot =
+      this.ref.kind === 'ConfigMap'
+        ? snapshotConfigMap(obj as V1ConfigMap, seenAt)
+        : snapshotSecret(obj as V1Secret, seenAt);
+    return { state: 'present', snapshot };
+  }
+
+  // (1)
+  private async list(): Promise<void> {
+    const core = this.client.api(CoreV1Api);
+    const fieldSelector = `metadata.name=${this.ref.name}`;
+    try {
+      const list =
+        this.ref.kind === 'ConfigMap'
+          ? await core.listNamespacedConfigMap({ namespace: this.namespace, fieldSelector })
+          : await core.listNamespacedSecret({ namespace: this.namespace, fieldSelector });
+      this.resourceVersion = list.metadata?.resourceVersion;
+      const item = list.items[0];
+      // The first list reports the object as it is; its changedAt comes from the API alone.
+      this.events.onState(item ? this.snapshotAsListed(item) : { state: 'absent', ref: this.ref });
+    } catch (error) {
+      const resource = this.ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+      const explained = explainApiError(
+        error,
+        { verb: 'list', resource, namespace: this.namespace, name: this.ref.name },
+        this.client.scope,
+      );
+      this.events.onState({
+        state: 'unreadable',
+        ref: this.ref,
+        reason: `${explained.code}: ${explained.message}`,
+      });
+      throw explained;
+    }
+  }
+
+  private snapshotAsListed(obj: V1ConfigMap | V1Secret): SourceState {
+    const snapshot =
+      this.ref.kind === 'ConfigMap' ? snapshotConfigMap(obj as V1ConfigMap) : snapshotSecret(obj as V1Secret);
+    return { state: 'present', snapshot };
+  }
+
+  /** One watch connection, from the last known version; resolves when the server closes it. */
+  private watchOnce(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        if (error) reject(error);
+        else resolve();
+      };
+      const query: Record<string, string | boolean> = {
+        fieldSelector: `metadata.name=${this.ref.name}`,
+        allowWatchBookmarks: true,
+      };
+      if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
+      new Watch(this.client.config)
+        .watch(
+          this.path,
+          query,
+          // (3)
+          (type: string, obj: V1ConfigMap & { code?: number; message?: string }) => {
+            if (type === 'ERROR') {
+              finish(obj.code === 410 ? new GoneError(obj.message) : new Error(obj.message ?? 'watch error'));
+              return;
+            }
+            if (obj?.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            this.events.onState(type === 'DELETED' ? this.toState(undefined) : this.toState(obj));
+          },
+          (error: unknown) => {
+            if ((error as { code?: number; statusCode?: number })?.statusCode === 410)
+              finish(new GoneError('410'));
+            else finish(error ?? undefined);
+          },
+        )
+        .then((controller) => {
+          if (signal.aborted) controller.abort();
+          signal.addEventListener(
+            'abort',
+            () => {
+              controller.abort();
+              finish();
+            },
+            { once: true },
+          );
+        }, finish);
+    });
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    let needList = true;
+    while (!signal.aborted) {
+      try {
+        await pRetry(
+          async () => {
+            if (needList) {
+              await this.list();
+              needList = false;
+            }
+            // (2)
+            await this.watchOnce(signal);
+          },
+          {
+            retries: Number.POSITIVE_INFINITY,
+            minTimeout: 500,
+            maxTimeout: 30_000,
+            signal,
+            onFailedAttempt: ({ error }) => {
+              // (5) and (6)
+              needList = true;
+              const gone = error instanceof GoneError;
+              this.events.onRestart(gone ? 'gone' : 'error', gone ? undefined : (error as Error).message);
+            },
+          },
+        );
+        // (4)
+        if (!signal.aborted) this.events.onRestart('closed');
+      } catch (error) {
+        if (signal.aborted) return;
+        throw error;
+      }
+    }
+  }
+}

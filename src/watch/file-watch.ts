@@ -1,0 +1,89 @@
+// Tells the agent when to look at its mounts again. Never decides anything: every signal just
+// wakes the reconcile loop, which re-reads and compares bytes.
+//
+// Two sources of signals:
+//  - chokidar (inotify) on each mount directory, with followSymlinks off: kubelet's update is a
+//    rename of `..data`, which arrives as a change of `..data` within milliseconds. One watcher
+//    for the whole process: inotify instances are scarce on a node (128 per user by default).
+//  - a stat poll every `intervalMs` of each mount's `..data` link and of its files (inode, mtime,
+//    size): cheap, no hashing, and it catches what inotify misses (a refused watch, events
+//    coalesced by chokidar's 50 ms throttle, a subPath file with no `..data`). If the kernel
+//    refuses inotify, polling is all there is, and that is logged and exported.
+import fs from 'node:fs';
+import path from 'node:path';
+import { type FSWatcher, watch } from 'chokidar';
+import { DATA_LINK } from './read-volume.ts';
+
+export interface FileWatchOptions {
+  /** Directories (or subPath files) to watch, as the agent sees them. */
+  readonly paths: readonly string[];
+  readonly intervalMs: number;
+  readonly onChange: (reason: string) => void;
+  readonly onPollingOnly: (error: Error) => void;
+}
+
+/** A string that changes whenever anything kubelet could have changed in `p` changed. */
+export function statSignature(p: string): string {
+  const parts: string[] = [];
+  const stat = (file: string) => {
+    try {
+      const st = fs.statSync(file);
+      parts.push(`${file}:${st.ino}:${st.mtimeMs}:${st.size}`);
+    } catch {
+      parts.push(`${file}:-`);
+    }
+  };
+  try {
+    parts.push(`link:${fs.readlinkSync(path.join(p, DATA_LINK))}`);
+  } catch {
+    parts.push('link:-');
+  }
+  let entries: string[] = [];
+  try {
+    entries = fs.statSync(p).isDirectory()
+      ? fs
+          .readdirSync(p)
+          .filter((e) => !e.startsWith('..'))
+          .sort()
+      : [];
+  } catch {
+    entries = [];
+  }
+  if (entries.length === 0) stat(p);
+  for (const e of entries) stat(path.join(p, e));
+  return parts.join('|');
+}
+
+export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
+  const signatures = new Map(options.paths.map((p) => [p, statSignature(p)]));
+  const poll = setInterval(() => {
+    for (const p of options.paths) {
+      const now = statSignature(p);
+      if (now !== signatures.get(p)) {
+        signatures.set(p, now);
+        options.onChange(`stat ${p}`);
+      }
+    }
+  }, options.intervalMs);
+
+  let watcher: FSWatcher | undefined = watch([...options.paths], {
+    followSymlinks: false,
+    ignoreInitial: true,
+    depth: 1,
+    // `atomic` would hold back unlink events by 100 ms to pair them; the loop re-reads anyway.
+    atomic: false,
+  });
+  watcher.on('all', (event, file) => options.onChange(`${event} ${file}`));
+  watcher.on('error', (error) => {
+    options.onPollingOnly(error as Error);
+    void watcher?.close();
+    watcher = undefined;
+  });
+
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  clearInterval(poll);
+  await watcher?.close();
+}
