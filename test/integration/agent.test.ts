@@ -2,6 +2,7 @@
 // Role and kubelet-style mounts: the issue's scenarios, each in a namespace of its own.
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
 import {
@@ -94,5 +95,207 @@ describe('in sync, then a normal propagation', () => {
 
     expect(await a.stop()).toBe(0);
     expect(a.lines.at(-1)?.msg).toBe('stopped');
+  });
+});
+
+describe('drift past grace', () => {
+  const ns = useNamespace('agent-drift');
+
+  it('one restart, an Event, the counter up, a new ReplicaSet; then a new pod that still drifts opens the circuit', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const a = agent(pod, ['--grace', '2s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    await a.waitFor((l) => l.state === 'Drifted' && l.reason === 'ContentDrift', 'Drifted');
+    const restarted = await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+    expect(restarted.workload).toMatchObject({ kind: 'Deployment', name: 'web' });
+
+    const annotations = await templateAnnotations(ns.admin, ns.name);
+    expect(annotations['config-sync.io/config-hash']).toBe(restarted.configHash);
+    const reasons = (await events(ns.admin, ns.name, pod.name)).map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['Drifted', 'Healed']));
+    const metrics = await a.metrics();
+    expect(
+      sample(metrics, 'config_hash_mismatch_total', {
+        namespace: ns.name,
+        kind: 'ConfigMap',
+        name: 'web-config',
+      }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sample(metrics, 'config_sync_heal_total', { action: 'restart', result: 'ok' })).toBe(1);
+    expect(sample(metrics, 'config_sync_in_sync')).toBe(0);
+    await waitFor(async () => (await replicaSets(ns.admin, ns.name)) >= 2 || undefined, {
+      what: 'a new ReplicaSet',
+    });
+    await waitFor(
+      async () =>
+        (await podCondition(ns.admin, ns.name, pod.name)).condition?.status === 'False' || undefined,
+      {
+        what: 'the InSync condition False',
+      },
+    );
+
+    // A pod of the new ReplicaSet carries the new config hash; its files are stale too (kubelet
+    // is broken, say): a restart did not heal, so no second one.
+    const fresh = await waitFor(
+      async () => {
+        const pods = await ns.admin
+          .makeApiClient(CoreV1Api)
+          .listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' });
+        return pods.items.find(
+          (p) => p.metadata?.annotations?.['config-sync.io/config-hash'] === restarted.configHash,
+        );
+      },
+      { what: 'a pod created by the restart' },
+    );
+    const newPod = await prepareAgentPod(ns.admin, ns.name, fresh.metadata?.name ?? '', {
+      'app.yaml': 'level: info\n',
+    });
+    const b = agent(newPod, ['--grace', '2s']);
+    await b.waitFor((l) => l.alert === 'CircuitOpen', 'CircuitOpen');
+    expect((await events(ns.admin, ns.name, newPod.name)).map((e) => e.reason)).toContain('CircuitOpen');
+    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(annotations);
+  });
+});
+
+describe('five replicas drift together', () => {
+  const ns = useNamespace('agent-five');
+
+  it('exactly one restart among five agents, the other four deduped', async () => {
+    const pods = await createApp(ns.admin, ns.name, 5);
+    const agents = pods.map((p) => agent(p, ['--grace', '1s']));
+    await Promise.all(agents.map((a) => a.waitFor((l) => l.state === 'InSync', 'InSync')));
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    await Promise.all(
+      agents.map((a) =>
+        a.waitFor((l) => l.msg === 'restarted workload' || l.decision === 'deduped', 'a heal decision'),
+      ),
+    );
+    const restarts = agents.filter((a) => a.lines.some((l) => l.msg === 'restarted workload'));
+    const deduped = agents.filter((a) => a.lines.some((l) => l.decision === 'deduped'));
+    expect(restarts).toHaveLength(1);
+    expect(deduped).toHaveLength(4);
+    const heals = await Promise.all(
+      agents.map(
+        async (a) =>
+          sample(await a.metrics(), 'config_sync_heal_total', { action: 'restart', result: 'ok' }) ?? 0,
+      ),
+    );
+    expect(heals.reduce((x, y) => x + y, 0)).toBe(1);
+  });
+});
+
+describe('sources that disappear or cannot change', () => {
+  const ns = useNamespace('agent-gone');
+
+  it('a deleted ConfigMap: an alert Event, no restart', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const a = agent(pod, ['--grace', '1s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await ns.admin
+      .makeApiClient(CoreV1Api)
+      .deleteNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
+    await a.waitFor((l) => l.reason === 'SourceMissing', 'SourceMissing');
+    await a.waitFor((l) => l.alert === 'SourceMissing', 'the alert');
+    await waitFor(
+      async () =>
+        (await events(ns.admin, ns.name, pod.name)).find(
+          (e) => e.reason === 'SourceMissing' && e.type === 'Warning',
+        ),
+      {
+        what: 'a SourceMissing Warning Event',
+      },
+    );
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+    expect(a.lines.some((l) => l.msg === 'restarted workload')).toBe(false);
+  });
+
+  it('an immutable ConfigMap recreated with new data (kubelet never reloads it): restart after the debounce', async () => {
+    const core = ns.admin.makeApiClient(CoreV1Api);
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'web-config' }, immutable: true, data: { 'app.yaml': 'level: info\n' } },
+    });
+    const pods = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' });
+    const pod = await prepareAgentPod(ns.admin, ns.name, pods.items[0]?.metadata?.name ?? '', {
+      'app.yaml': 'level: info\n',
+    });
+    const a = agent(pod, ['--grace', '10m', '--debounce', '1s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await core.deleteNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
+    await core.createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'web-config' }, immutable: true, data: { 'app.yaml': 'level: debug\n' } },
+    });
+    await a.waitFor((l) => l.reason === 'ImmutableStale', 'ImmutableStale, despite the 10m grace');
+    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+  });
+});
+
+describe('targets kubelet never updates', () => {
+  const ns = useNamespace('agent-never');
+
+  it('a subPath file and a Secret in env: drift after the debounce, one restart; the Secret value leaks nowhere', async () => {
+    const deployment = webDeployment(1);
+    const spec = deployment.spec?.template.spec;
+    const app = spec?.containers[0];
+    if (!spec || !app) throw new Error('deployment template without a container');
+    spec.volumes?.push({ name: 'secrets', secret: { secretName: 'web-secrets' } });
+    app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
+    app.env = [
+      { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: 'web-secrets', key: 'password' } } },
+    ];
+    const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
+    // The subPath file is a plain copy made at container start.
+    writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
+
+    const a = agent(pod, ['--grace', '10m', '--debounce', '1s']);
+    await a.waitFor((l) => l.msg === 'recorded env baselines', 'the env baseline');
+    await waitFor(() => (a.lines.filter((l) => l.state === 'InSync').length >= 2 ? true : undefined), {
+      what: 'both targets InSync',
+    });
+
+    await ns.admin.makeApiClient(CoreV1Api).replaceNamespacedSecret({
+      name: 'web-secrets',
+      namespace: ns.name,
+      body: { metadata: { name: 'web-secrets' }, stringData: { password: `${SECRET_VALUE}-rotated` } },
+    });
+    await a.waitFor((l) => l.reason === 'EnvStale', 'EnvStale');
+    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    await a.waitFor((l) => l.reason === 'SubPathStale', 'SubPathStale, despite the 10m grace');
+
+    // Nothing the agent logs, exports or emits carries the value.
+    const everything = [
+      a.output(),
+      await a.metrics(),
+      JSON.stringify(await events(ns.admin, ns.name, pod.name)),
+    ].join('\n');
+    expect(everything).not.toContain(SECRET_VALUE);
+    expect(everything).not.toContain(Buffer.from(SECRET_VALUE).toString('base64'));
+  });
+});
+
+describe('a change while the agent was down', () => {
+  const ns = useNamespace('agent-late');
+
+  it('is found as drift on the first pass after start', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const first = agent(pod, ['--grace', '2s']);
+    await first.waitFor((l) => l.state === 'InSync', 'InSync');
+    expect(await first.stop()).toBe(0);
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    // Longer than the grace passes while nobody watches. The condition here is time itself:
+    // the point is that the agent never saw the change happen.
+    const changedAt = Date.now();
+    await waitFor(() => (Date.now() - changedAt > 3000 ? true : undefined), {
+      what: 'the grace to pass unobserved',
+      timeoutMs: 10_000,
+    });
+    const second = agent(pod, ['--grace', '2s']);
+    const firstVerdict = await second.waitFor((l) => typeof l.state === 'string', 'the first verdict');
+    expect(firstVerdict).toMatchObject({ state: 'Drifted', reason: 'ContentDrift' });
+    await second.waitFor((l) => l.msg === 'restarted workload', 'the restart');
   });
 });
