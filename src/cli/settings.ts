@@ -1,8 +1,10 @@
-// Command-line settings: each value resolved flag > environment > default, and kept with its
-// origin so `doctor` (and the agent's start-up log) can say where every setting came from.
-// (A config-file layer, between environment and default, comes with the agent.)
+// Command-line settings: each value resolved flag > environment > config file > default, and
+// kept with its origin so `doctor` (and the agent's start-up log) can say where every setting
+// came from.
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { badFlag } from '../errors.ts';
+import { parse as parseYaml } from 'yaml';
+import { badFlag, ConfigSyncError } from '../errors.ts';
 import type { Sourced } from '../kube/scope.ts';
 
 export type SettingType = 'string' | 'boolean' | 'list';
@@ -56,6 +58,7 @@ export function resolveSettings(
     throw badFlag(command, (error as Error).message, error);
   }
 
+  const file = loadConfigFile(command, defs, (values.config as string | undefined) ?? env.CONFIG_SYNC_CONFIG);
   const resolved: Record<string, Sourced<SettingValue>> = {};
   for (const d of defs) {
     const flag = values[d.name];
@@ -77,6 +80,11 @@ export function resolveSettings(
       resolved[d.name] = { value, source: d.env };
       continue;
     }
+    const fromFile = file?.values[d.name];
+    if (file && fromFile !== undefined) {
+      resolved[d.name] = { value: fromFile, source: `config file ${file.path}` };
+      continue;
+    }
     if (d.default !== undefined) resolved[d.name] = { value: d.default, source: 'default' };
   }
 
@@ -94,6 +102,63 @@ export function resolveSettings(
     all: () => ({ ...resolved }),
   };
 }
+
+/**
+ * The optional config file (`--config`, CONFIG_SYNC_CONFIG): YAML or JSON, a map from setting
+ * name (the long flag without dashes) to its value. An unreadable file, an unknown name or a
+ * value of the wrong type is an error that names the file and the key: a setting that silently
+ * does nothing is worse than none.
+ */
+function loadConfigFile(
+  command: string,
+  defs: readonly SettingDef[],
+  file: string | undefined,
+): { path: string; values: Record<string, SettingValue> } | undefined {
+  if (!file || !defs.some((d) => d.name === 'config')) return undefined;
+  const fail = (what: string, cause?: unknown) =>
+    new ConfigSyncError('CS_CONFIG_FILE', 'config', `config file ${file}: ${what}`, {
+      hint: 'write a YAML map of setting names to values, e.g. "grace: 2m" (names as the long flags, without dashes)',
+      details: { path: file },
+      cause,
+    });
+  let raw: unknown;
+  try {
+    raw = parseYaml(fs.readFileSync(file, 'utf8'));
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    throw fail(e.code === 'ENOENT' ? 'no such file' : e.message, error);
+  }
+  if (raw === null || raw === undefined) return { path: file, values: {} };
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw fail('is not a map of settings');
+  const values: Record<string, SettingValue> = {};
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    const def = defs.find((d) => d.name === key);
+    if (!def || key === 'config') {
+      throw fail(
+        `unknown setting "${key}" for ${command} (known: ${defs
+          .map((d) => d.name)
+          .filter((n) => n !== 'config')
+          .join(', ')})`,
+      );
+    }
+    if (def.type === 'boolean' && typeof value === 'boolean') values[key] = value;
+    else if (def.type === 'list' && Array.isArray(value) && value.every((v) => typeof v === 'string'))
+      values[key] = value;
+    else if (def.type === 'string' && (typeof value === 'string' || typeof value === 'number'))
+      values[key] = String(value);
+    else throw fail(`"${key}" must be ${def.type === 'list' ? 'a list of strings' : `a ${def.type}`}`);
+  }
+  return { path: file, values };
+}
+
+/** The `--config` setting, for commands that read a config file. */
+export const configFileSetting: SettingDef = {
+  name: 'config',
+  env: 'CONFIG_SYNC_CONFIG',
+  type: 'string',
+  valueName: 'file',
+  description: 'a YAML file of settings (flag > environment > this file > default)',
+};
 
 /** The flags block of a command's --help. */
 export function flagHelp(defs: readonly SettingDef[]): string {

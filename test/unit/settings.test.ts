@@ -1,5 +1,8 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveSettings, type SettingDef } from '../../src/cli/settings.ts';
+import { configFileSetting, resolveSettings, type SettingDef } from '../../src/cli/settings.ts';
 import { parseWatchSpec } from '../../src/discover/watch-spec.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
 
@@ -66,5 +69,44 @@ describe('parseWatchSpec', () => {
     ['etc/app=configmap/a', 'must be absolute'],
   ])('rejects %s', (raw, why) => {
     expect(() => parseWatchSpec(raw)).toThrow(why);
+  });
+});
+
+describe('the config file layer', () => {
+  const withConfig = [configFileSetting, ...defs];
+  const file = (text: string) => {
+    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'config-sync.yaml');
+    fs.writeFileSync(f, text);
+    return f;
+  };
+
+  it('sits between the environment and the default, and says which file', () => {
+    const f = file('grace: 2m\nnamespace: file-ns\nwatch: [configmap/a]\nfix: true\n');
+    const s = resolveSettings('agent', withConfig, ['--config', f], { CONFIG_SYNC_NAMESPACE: 'env-ns' });
+    expect(s.get('grace')).toEqual({ value: '2m', source: `config file ${f}` });
+    expect(s.get('namespace')).toEqual({ value: 'env-ns', source: 'CONFIG_SYNC_NAMESPACE' });
+    expect(s.list('watch')).toEqual(['configmap/a']);
+    expect(s.boolean('fix')).toBe(true);
+    expect(
+      resolveSettings('agent', withConfig, ['--grace', '5s'], { CONFIG_SYNC_CONFIG: f }).get('grace')?.source,
+    ).toBe('--grace');
+  });
+
+  it.each([
+    ['nope: 1\n', 'unknown setting "nope" for agent'],
+    ['fix: "yes"\n', '"fix" must be a boolean'],
+    ['- a\n- b\n', 'is not a map of settings'],
+    ['grace: [1\n', 'config file'],
+  ])('%j is an error that names the file and the key', (text, message) => {
+    const f = file(text);
+    const run = () => resolveSettings('agent', withConfig, ['--config', f], {});
+    expect(run).toThrow(message);
+    expect(run).toThrow(f);
+  });
+
+  it('a missing file is an error, not an empty config', () => {
+    expect(() => resolveSettings('agent', withConfig, ['--config', '/nonexistent/c.yaml'], {})).toThrow(
+      'no such file',
+    );
   });
 });

@@ -7,10 +7,11 @@ import { gatherScopeFacts } from '../../kube/scope-facts.ts';
 import { formatJson, formatText } from '../doctor-format.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
-import { flagHelp, resolveSettings, type SettingDef, scopeSettings } from '../settings.ts';
+import { configFileSetting, flagHelp, resolveSettings, type SettingDef, scopeSettings } from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [
+  configFileSetting,
   ...scopeSettings,
   {
     name: 'pod',
