@@ -15,17 +15,23 @@ export type ApiConstructor<T extends ApiType> = new (config: never) => T;
 export interface KubeClient {
   readonly scope: Scope;
   readonly config: KubeConfig;
+  /** Requests sent, by verb (`get`, `list`, `watch`, `patch`, `create`, ...): for metrics and benchmarks. */
+  readonly requests: Readonly<Record<string, number>>;
   /** The shared API object for a group (CoreV1Api, AppsV1Api, ...). */
   api<T extends ApiType>(ctor: ApiConstructor<T>): T;
 }
 
 export function createKubeClient(scope: Scope): KubeClient {
   const config = kubeConfigFor(scope);
-  reuseConnections(config);
+  const requests: Record<string, number> = {};
+  reuseConnections(config, (verb) => {
+    requests[verb] = (requests[verb] ?? 0) + 1;
+  });
   const apis = new Map<unknown, ApiType>();
   return {
     scope,
     config,
+    requests,
     api<T extends ApiType>(ctor: ApiConstructor<T>): T {
       let api = apis.get(ctor) as T | undefined;
       if (!api) {
@@ -78,11 +84,30 @@ function kubeConfigFor(scope: Scope): KubeConfig {
   return kc;
 }
 
+interface Dispatcher {
+  close(): Promise<void>;
+  dispatch(options: { method?: string; path?: string }, handler: unknown): boolean;
+}
+
 interface DispatcherFactory {
-  createDispatcher(
-    cluster: unknown,
-    options: Record<string, unknown>,
-  ): { close(): Promise<void> } | undefined;
+  createDispatcher(cluster: unknown, options: Record<string, unknown>): Dispatcher | undefined;
+}
+
+/**
+ * The Kubernetes verb of a request, as the API server's audit log names it:
+ * `/api/v1/namespaces/x/configmaps` is a collection (list, or watch with watch=true),
+ * `/api/v1/namespaces/x/configmaps/y` (and its subresources) an object (get).
+ */
+export function verbOf(method: string | undefined, path: string | undefined): string {
+  const m = (method ?? 'GET').toUpperCase();
+  if (m !== 'GET')
+    return { POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[m] ?? m.toLowerCase();
+  const [p = '', query = ''] = (path ?? '').split('?');
+  if (/(^|&)watch=(true|1)(&|$)/.test(query)) return 'watch';
+  const parts = p.split('/').filter(Boolean);
+  const rest = parts.slice(parts[0] === 'api' ? 2 : 3);
+  const collection = rest[0] === 'namespaces' && rest.length >= 2 ? rest.length === 3 : rest.length === 1;
+  return collection ? 'list' : 'get';
 }
 
 /**
@@ -93,12 +118,12 @@ interface DispatcherFactory {
  * (server, CA, client certificate and key, server name). When the identity changes (a rotated
  * client certificate) the old pool is closed and a new one made. `createDispatcher` is not part
  * of client-node's typed API, which is why the S6 integration test counts connections: a change
- * in the library shows there, not in production.
+ * in the library shows there, not in production. Every request through it is counted by verb.
  */
-function reuseConnections(config: KubeConfig): void {
+function reuseConnections(config: KubeConfig, onRequest: (verb: string) => void): void {
   const factory = config as unknown as DispatcherFactory;
   const create = factory.createDispatcher.bind(config);
-  let current: { key: string; dispatcher: ReturnType<DispatcherFactory['createDispatcher']> } | undefined;
+  let current: { key: string; dispatcher: Dispatcher | undefined } | undefined;
   factory.createDispatcher = (cluster, options) => {
     const hash = createHash('sha256');
     hash.update(String((cluster as { server?: string } | null)?.server));
@@ -110,8 +135,16 @@ function reuseConnections(config: KubeConfig): void {
     const key = hash.digest('hex');
     if (current?.key === key) return current.dispatcher;
     const previous = current?.dispatcher;
-    current = { key, dispatcher: create(cluster, options) };
+    const dispatcher = create(cluster, options);
+    if (dispatcher) {
+      const dispatch = dispatcher.dispatch.bind(dispatcher);
+      dispatcher.dispatch = (opts, handler) => {
+        onRequest(verbOf(opts.method, opts.path));
+        return dispatch(opts, handler);
+      };
+    }
+    current = { key, dispatcher };
     void previous?.close();
-    return current.dispatcher;
+    return dispatcher;
   };
 }

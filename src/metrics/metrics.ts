@@ -19,9 +19,14 @@ export interface AgentMetrics {
   readonly heals: Counter<'action' | 'result'>;
   readonly apiWatchRestarts: Counter<'kind' | 'reason'>;
   readonly filePolling: Gauge;
+  readonly apiRequests: Counter<'verb'>;
 }
 
-export function createMetrics(): AgentMetrics {
+/** `apiRequests` reads the client's running request counts, by verb, at every scrape. */
+export function createMetrics(
+  apiRequests: () => Readonly<Record<string, number>> = () => ({}),
+): AgentMetrics {
+  const exported: Record<string, number> = {};
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry, prefix: 'config_sync_process_' });
@@ -77,6 +82,21 @@ export function createMetrics(): AgentMetrics {
       name: 'config_sync_file_watch_polling',
       help: '1 when inotify was refused and the agent watches files by polling only.',
       registers,
+    }),
+    apiRequests: new Counter({
+      name: 'config_sync_api_requests_total',
+      help: 'Requests the agent sent to the API server, by verb (get, list, watch, patch, create).',
+      labelNames: ['verb'],
+      registers,
+      collect() {
+        for (const [verb, total] of Object.entries(apiRequests())) {
+          const delta = total - (exported[verb] ?? 0);
+          if (delta > 0) {
+            this.inc({ verb }, delta);
+            exported[verb] = total;
+          }
+        }
+      },
     }),
   };
 }

@@ -111,7 +111,7 @@ export const agentCommand: Command = {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
 
-    const metrics = createMetrics();
+    const metrics = createMetrics(() => rt.client.requests);
     const agent = startAgent({ rt, log, metrics, options }, controller.signal);
     const http = await startHttpServer(
       settings.string('listen')?.value ?? ':9464',
