@@ -18,7 +18,7 @@ export function checkLine(verdicts: readonly Verdict[]): string {
   const first = notOk.find((v) => v.state === 'Drifted' || v.state === 'Missing') ?? notOk[0];
   const more = notOk.length > 1 ? ` (+${notOk.length - 1} more)` : '';
   if (state === 'in-sync' || !first)
-    return `in sync: ${verdicts.length} target${verdicts.length === 1 ? '' : 's'} match the API`;
+    return `in sync: ${verdicts.length} ${verdicts.length === 1 ? 'target matches' : 'targets match'} the API`;
   const label = state === 'drift' ? 'drift' : state;
   return `${label}: ${first.target} ${first.reason}: ${first.message}${more}`;
 }
