@@ -5,18 +5,40 @@
 // that fails with ENOENT is retried once for that reason (the old timestamped directory was
 // removed between readdir and open). The `..data` link target is returned as the volume's
 // version marker, for logs.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type KeyDigest, sha256 } from '../verify/source.ts';
+import type { KeyDigest } from '../verify/source.ts';
 import type { VolumeObservation } from '../verify/verdict.ts';
 
 export const DATA_LINK = '..data';
 
+// One buffer for every read of the process: hashing in chunks keeps memory flat whatever the
+// file size (a 256 MiB file is never held in memory), and it is faster than reading the whole
+// file first: measured 1.6 GB/s against 0.9 GB/s (docs/benchmarks.md).
+const CHUNK = Buffer.allocUnsafe(1024 * 1024);
+
+function hashFile(file: string): KeyDigest {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const hash = createHash('sha256');
+    let size = 0;
+    for (;;) {
+      const n = fs.readSync(fd, CHUNK, 0, CHUNK.length, null);
+      if (n === 0) break;
+      hash.update(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n));
+      size += n;
+    }
+    return { sha256: hash.digest('hex'), size };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function digestFile(file: string): KeyDigest | 'missing' {
   for (let attempt = 0; ; attempt += 1) {
     try {
-      const bytes = fs.readFileSync(file);
-      return { sha256: sha256(bytes), size: bytes.byteLength };
+      return hashFile(file);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' && attempt === 0) continue;
