@@ -1,0 +1,387 @@
+// config-sync benchmarks: every figure beside a baseline measured in the same run, on the same
+// machine, so the ratios mean something on any machine. Run with `npm run bench` (it builds
+// first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window.
+//
+//  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
+//     `openssl dgst -sha256` on the same file;
+//  2. a verify pass over a realistic volume (100 keys, 1 MiB in all, kubelet layout), against
+//     `openssl dgst -sha256` over the same 100 files;
+//  3. start -> ready (/readyz) of the agent, against a bare `node` HTTP server;
+//  4. idle RSS and idle CPU of the agent, against that bare `node` process;
+//  5. API requests per agent-hour at idle (config_sync_api_requests_total, watches excluded);
+//  6. file change -> verdict latency (kubelet-style ..data swap), against raw inotify (fs.watch)
+//     in this process;
+//  7. API change -> verdict latency, against a raw client-node watch in this process.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
+import { verifyPass } from '../src/agent/pass.ts';
+import type { VolumeTarget } from '../src/discover/targets.ts';
+import { snapshotConfigMap } from '../src/verify/source.ts';
+import { readVolume } from '../src/watch/read-volume.ts';
+import { resolveAssets } from '../test/cluster/assets.ts';
+import { ControlPlane } from '../test/cluster/control-plane.ts';
+import { atomicWrite, configMapPayload } from '../test/cluster/kubelet-volume.ts';
+import { freeLoopbackPort } from '../test/cluster/ports.ts';
+import { waitFor } from '../test/cluster/wait.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const bin = path.join(root, 'bin/config-sync.js');
+const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-'));
+
+interface Row {
+  readonly what: string;
+  readonly ours: string;
+  readonly baseline: string;
+  readonly relation: string;
+  readonly target: string;
+  readonly ok: boolean;
+}
+const rows: Row[] = [];
+const fmt = (n: number, digits = 1) => n.toFixed(digits);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] as number;
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+function timeOpenssl(files: string[]): number {
+  const t0 = performance.now();
+  execFileSync('openssl', ['dgst', '-sha256', ...files], { stdio: ['ignore', 'ignore', 'inherit'] });
+  return performance.now() - t0;
+}
+
+// --- 1. throughput --------------------------------------------------------------------------
+function throughput(): void {
+  const big = path.join(work, 'big.bin');
+  const size = 256 * 1024 * 1024;
+  const chunk = Buffer.alloc(1024 * 1024);
+  for (let i = 0; i < chunk.length; i += 4) chunk.writeUInt32LE((i * 2654435761) >>> 0, i);
+  const fd = fs.openSync(big, 'w');
+  for (let i = 0; i < size / chunk.length; i += 1) fs.writeSync(fd, chunk);
+  fs.closeSync(fd);
+  const ours: number[] = [];
+  const theirs: number[] = [];
+  for (let i = 0; i < 3; i += 1) {
+    const t0 = performance.now();
+    readVolume(big, [''], true);
+    ours.push(performance.now() - t0);
+    theirs.push(timeOpenssl([big]));
+  }
+  const mbps = (ms: number) => size / 1024 / 1024 / (ms / 1000);
+  const o = mbps(Math.min(...ours));
+  const b = mbps(Math.min(...theirs));
+  rows.push({
+    what: 'verify throughput, 256 MiB file',
+    ours: `${fmt(o, 0)} MB/s`,
+    baseline: `openssl dgst ${fmt(b, 0)} MB/s`,
+    relation: `${fmt((o / b) * 100, 0)} %`,
+    target: '>= 90 %',
+    ok: o / b >= 0.9,
+  });
+  fs.rmSync(big);
+}
+
+// --- 2. realistic volume ----------------------------------------------------------------------
+function realisticVolume(): void {
+  const dir = path.join(work, 'volume');
+  fs.mkdirSync(dir);
+  const data: Record<string, string> = {};
+  for (let i = 0; i < 100; i += 1)
+    data[`key-${String(i).padStart(3, '0')}.yaml`] = `${'x'.repeat(10_480 - 1)}\n`;
+  atomicWrite(dir, configMapPayload({ data }));
+  const snapshot = snapshotConfigMap({ metadata: { name: 'big', resourceVersion: '1' }, data });
+  const target: VolumeTarget = {
+    type: 'volume',
+    container: 'app',
+    volume: 'v',
+    mountPath: dir,
+    sources: [{ ref: { kind: 'ConfigMap', name: 'big' }, optional: false, defaultMode: 0o644 }],
+  };
+  const pass = () =>
+    verifyPass({
+      targets: [target],
+      lookup: () => ({ state: 'present', snapshot }),
+      readVolume,
+      agentPath: (p) => p,
+      envBaselines: {},
+      memory: new Map(),
+      policy: { graceMs: 90_000, debounceMs: 5000 },
+      now: Date.now(),
+    });
+  for (let i = 0; i < 20; i += 1) pass();
+  const times: number[] = [];
+  for (let i = 0; i < 200; i += 1) {
+    const t0 = performance.now();
+    const { verdicts } = pass();
+    times.push(performance.now() - t0);
+    if (verdicts[0]?.state !== 'InSync') throw new Error('bench volume not in sync');
+  }
+  const files = Object.keys(data).map((k) => path.join(dir, k));
+  const openssl = Math.min(...[0, 1, 2].map(() => timeOpenssl(files)));
+  const ms = median(times);
+  rows.push({
+    what: 'verify pass, 100 keys / 1 MiB volume (median of 200)',
+    ours: `${fmt(ms, 2)} ms`,
+    baseline: `openssl dgst (one process) ${fmt(openssl, 2)} ms`,
+    relation: `${fmt(ms / openssl, 2)} x`,
+    target: '<= 5 ms',
+    ok: ms <= 5,
+  });
+}
+
+// --- processes ----------------------------------------------------------------------------------
+function rssMiB(pid: number): number {
+  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
+  return Number(m?.[1]) / 1024;
+}
+function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+  return (Number(fields[11]) + Number(fields[12])) / ticks;
+}
+async function ready(port: number): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 || undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    { what: `readiness on ${port}`, timeoutMs: 30_000, intervalMs: 5 },
+  );
+}
+
+async function main(): Promise<void> {
+  log(`machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`);
+  throughput();
+  realisticVolume();
+
+  log('starting a control plane');
+  const plane = await ControlPlane.start({ assets: resolveAssets(), log });
+  try {
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.info.adminKubeconfig);
+    const core = kc.makeApiClient(CoreV1Api);
+    const namespace = 'bench';
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const data: Record<string, string> = {};
+    for (let i = 0; i < 100; i += 1) data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
+    await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'app' }, data } });
+    const mount = path.join(work, 'mount');
+    fs.mkdirSync(path.join(mount, 'etc/app'), { recursive: true });
+    atomicWrite(path.join(mount, 'etc/app'), configMapPayload({ data }));
+
+    // --- 3. start -> ready, 4. RSS and CPU ---
+    const agentPort = await freeLoopbackPort();
+    const barePort = await freeLoopbackPort();
+    const t0 = performance.now();
+    const agent = spawn(
+      process.execPath,
+      [
+        bin,
+        'agent',
+        '--kubeconfig',
+        plane.info.adminKubeconfig,
+        '--namespace',
+        namespace,
+        '--watch',
+        '/etc/app=configmap/app',
+        '--mount-root',
+        mount,
+        '--grace',
+        '10m',
+        '--listen',
+        `127.0.0.1:${agentPort}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { PATH: process.env.PATH ?? '', HOME: work } },
+    );
+    await ready(agentPort);
+    const agentStart = performance.now() - t0;
+    const t1 = performance.now();
+    const bare = spawn(
+      process.execPath,
+      ['-e', `require('http').createServer((q,s)=>s.end('ok')).listen(${barePort},'127.0.0.1')`],
+      {
+        stdio: 'ignore',
+      },
+    );
+    await ready(barePort);
+    const bareStart = performance.now() - t1;
+    rows.push({
+      what: 'start -> ready',
+      ours: `${fmt(agentStart, 0)} ms`,
+      baseline: `bare node ${fmt(bareStart, 0)} ms`,
+      relation: `+${fmt(agentStart - bareStart, 0)} ms`,
+      target: '<= bare + 300 ms',
+      ok: agentStart - bareStart <= 300,
+    });
+
+    const lines: { at: number; line: Record<string, unknown> }[] = [];
+    createInterface({ input: agent.stdout }).on('line', (l) => {
+      try {
+        lines.push({ at: performance.now(), line: JSON.parse(l) as Record<string, unknown> });
+      } catch {
+        // not JSON
+      }
+    });
+    const metricsText = async () => (await fetch(`http://127.0.0.1:${agentPort}/metrics`)).text();
+    const nonWatch = (text: string) =>
+      [...text.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\d+)/gm)]
+        .filter((m) => m[1] !== 'watch')
+        .reduce((n, m) => n + Number(m[2]), 0);
+
+    await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
+    log(`idle for ${idleSeconds}s`);
+    const before = {
+      agent: cpuSeconds(agent.pid as number),
+      bare: cpuSeconds(bare.pid as number),
+      requests: nonWatch(await metricsText()),
+    };
+    const idleStart = Date.now();
+    await waitFor(() => (Date.now() - idleStart >= idleSeconds * 1000 ? true : undefined), {
+      what: 'the idle window',
+      timeoutMs: idleSeconds * 1000 + 5000,
+      intervalMs: 500,
+    });
+    const after = {
+      agent: cpuSeconds(agent.pid as number),
+      bare: cpuSeconds(bare.pid as number),
+      requests: nonWatch(await metricsText()),
+    };
+    const agentRss = rssMiB(agent.pid as number);
+    const bareRss = rssMiB(bare.pid as number);
+    rows.push({
+      what: 'idle RSS',
+      ours: `${fmt(agentRss)} MiB`,
+      baseline: `bare node ${fmt(bareRss)} MiB`,
+      relation: `+${fmt(agentRss - bareRss)} MiB`,
+      target: '<= bare + 30 MiB',
+      ok: agentRss - bareRss <= 30,
+    });
+    const pct = (s: number) => (s / idleSeconds) * 100;
+    rows.push({
+      what: `idle CPU over ${idleSeconds}s`,
+      ours: `${fmt(pct(after.agent - before.agent), 2)} % of a core`,
+      baseline: `bare node ${fmt(pct(after.bare - before.bare), 2)} %`,
+      relation: `+${fmt(pct(after.agent - before.agent - (after.bare - before.bare)), 2)} %`,
+      target: '(report)',
+      ok: true,
+    });
+    const perHour = ((after.requests - before.requests) * 3600) / idleSeconds;
+    // With a Pod, the heartbeat adds its two status writes every --heartbeat (15 m): 8 an hour.
+    rows.push({
+      what: 'non-watch API requests per agent-hour, idle',
+      ours: `${fmt(perHour, 0)} measured + 8 heartbeat writes`,
+      baseline: '-',
+      relation: `${fmt(perHour + 8, 0)} / h`,
+      target: '<= 12 / h',
+      ok: perHour + 8 <= 12,
+    });
+    bare.kill();
+
+    // --- 6. file change -> verdict ---
+    const dir = path.join(mount, 'etc/app');
+    const changed = { ...data, 'key-000.yaml': 'changed\n' };
+    const fileLatency: number[] = [];
+    const inotifyLatency: number[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      for (const [content, state] of [
+        [changed, 'Propagating'],
+        [data, 'InSync'],
+      ] as const) {
+        const seen = lines.length;
+        let raw = 0;
+        const w = fs.watch(dir, () => {
+          raw ||= performance.now();
+        });
+        const t = performance.now();
+        atomicWrite(dir, configMapPayload({ data: content }));
+        const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
+          what: `${state} after a swap`,
+          timeoutMs: 10_000,
+          intervalMs: 1,
+        });
+        w.close();
+        fileLatency.push(got.at - t);
+        if (raw) inotifyLatency.push(raw - t);
+      }
+    }
+    rows.push({
+      what: 'file change -> verdict, p50 / p99',
+      ours: `${fmt(percentile(fileLatency, 50))} / ${fmt(percentile(fileLatency, 99))} ms`,
+      baseline: `raw inotify ${fmt(percentile(inotifyLatency, 50), 2)} / ${fmt(percentile(inotifyLatency, 99), 2)} ms`,
+      relation: `+${fmt(percentile(fileLatency, 99) - percentile(inotifyLatency, 99))} ms at p99`,
+      target: 'p99 <= 50 ms',
+      ok: percentile(fileLatency, 99) <= 50,
+    });
+
+    // --- 7. API change -> verdict ---
+    const apiLatency: number[] = [];
+    const watchLatency: number[] = [];
+    let lastWatchEvent = 0;
+    const rawWatch = await new Watch(kc).watch(
+      `/api/v1/namespaces/${namespace}/configmaps`,
+      { fieldSelector: 'metadata.name=app' },
+      () => {
+        lastWatchEvent = performance.now();
+      },
+      () => {},
+    );
+    for (let i = 0; i < 30; i += 1) {
+      for (const [content, state] of [
+        [changed, 'Propagating'],
+        [data, 'InSync'],
+      ] as const) {
+        if (state === 'InSync') atomicWrite(dir, configMapPayload({ data }));
+        const seen = lines.length;
+        lastWatchEvent = 0;
+        const t = performance.now();
+        await core.replaceNamespacedConfigMap({
+          name: 'app',
+          namespace,
+          body: { metadata: { name: 'app' }, data: content },
+        });
+        const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
+          what: `${state} after an API change`,
+          timeoutMs: 10_000,
+          intervalMs: 1,
+        });
+        apiLatency.push(got.at - t);
+        await waitFor(() => lastWatchEvent || undefined, { what: 'the raw watch event', intervalMs: 1 });
+        watchLatency.push(lastWatchEvent - t);
+        if (state === 'Propagating') atomicWrite(dir, configMapPayload({ data }));
+      }
+    }
+    rawWatch.abort();
+    rows.push({
+      what: 'API change -> verdict, p50 / p99',
+      ours: `${fmt(percentile(apiLatency, 50))} / ${fmt(percentile(apiLatency, 99))} ms`,
+      baseline: `raw watch ${fmt(percentile(watchLatency, 50))} / ${fmt(percentile(watchLatency, 99))} ms`,
+      relation: `+${fmt(percentile(apiLatency, 99) - percentile(watchLatency, 99))} ms at p99`,
+      target: 'p99 <= 100 ms',
+      ok: percentile(apiLatency, 99) <= 100,
+    });
+    agent.kill('SIGTERM');
+  } finally {
+    await plane.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+
+  const header = ['measure', 'config-sync', 'baseline (same run)', 'difference', 'target', ''];
+  const table = [
+    header,
+    ...rows.map((r) => [r.what, r.ours, r.baseline, r.relation, r.target, r.ok ? 'ok' : 'MISSED']),
+  ];
+  const widths = header.map((_, i) => Math.max(...table.map((r) => (r[i] as string).length)));
+  for (const r of table)
+    process.stdout.write(`| ${r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |\n`);
+}
+
+await main();
