@@ -7,10 +7,17 @@
 //  (2) watch from that resourceVersion, with bookmarks, so a reconnect resumes where it left
 //      off without replaying or missing events;
 //  (3) ADDED/MODIFIED -> present, DELETED -> absent, BOOKMARK -> remember the version;
-//  (4) the server closes a watch after its timeout: reconnect at once from the last version;
+//  (4) the server ends each watch after WATCH_SECONDS: reconnect at once from the last version
+//      (a watch request, not a list);
 //  (5) 410 Gone (the version was compacted away): back to (1), a fresh list;
-//  (6) any other failure: back to (1) after a p-retry backoff (0.5 s doubling to 30 s), logged
-//      and counted; a 403 is retried too, slowly, since an admin may fix the Role.
+//  (6) any other failure: p-retry backoff (0.5 s doubling to 30 s), logged and counted, then
+//      resume from the last version if there is one (a relist only without one); a 403 is
+//      retried too, slowly, since an admin may fix the Role.
+//
+// client-node's Watch aborts a stream that is silent for 30 s, but the API server sends a
+// bookmark on a quiet watch only about once a minute: with the default every quiet watch died
+// at 30 s and was re-listed (measured: a list and a watch every 30 s at idle). The inactivity
+// limit is raised above the bookmark interval, so a dead connection is still noticed.
 import { CoreV1Api, type V1ConfigMap, type V1Secret, Watch } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
@@ -24,6 +31,11 @@ export interface SourceWatchEvents {
 }
 
 class GoneError extends Error {}
+
+/** The server ends each watch after this long; reconnecting from the last version is cheap. */
+const WATCH_SECONDS = 300;
+/** Abort a watch that has been silent this long (bookmarks arrive about once a minute). */
+const INACTIVITY_MS = 90_000;
 
 export class SourceWatch {
   private resourceVersion: string | undefined;
@@ -107,12 +119,15 @@ export class SourceWatch {
         if (error) reject(error);
         else resolve();
       };
-      const query: Record<string, string | boolean> = {
+      const query: Record<string, string | boolean | number> = {
         fieldSelector: `metadata.name=${this.ref.name}`,
         allowWatchBookmarks: true,
+        timeoutSeconds: WATCH_SECONDS,
       };
       if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
-      new Watch(this.client.config)
+      const watch = new Watch(this.client.config);
+      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = INACTIVITY_MS;
+      watch
         .watch(
           this.path,
           query,
@@ -166,8 +181,11 @@ export class SourceWatch {
             signal,
             onFailedAttempt: ({ error }) => {
               // (5) and (6)
-              needList = true;
               const gone = error instanceof GoneError;
+              if (gone || this.resourceVersion === undefined) {
+                needList = true;
+                this.resourceVersion = undefined;
+              }
               this.events.onRestart(gone ? 'gone' : 'error', gone ? undefined : (error as Error).message);
             },
           },

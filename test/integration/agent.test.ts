@@ -299,3 +299,45 @@ describe('a change while the agent was down', () => {
     await second.waitFor((l) => l.msg === 'restarted workload', 'the restart');
   });
 });
+
+describe('two kubelet swaps 10 ms apart', () => {
+  const ns = useNamespace('agent-swaps');
+
+  it('ends on the verdict of the second swap, though chokidar throttles change events to one per 50 ms', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const a = agent(pod, ['--grace', '10m']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    await a.waitFor((l) => l.state === 'Propagating', 'Propagating');
+    const seen = a.lines.length;
+    // First swap: still not the API's content; the second, 10 ms later, is.
+    writeMount(pod.mountRoot, { 'app.yaml': 'level: warn\n' });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
+    await waitFor(() => a.lines.slice(seen).find((l) => l.state === 'InSync'), {
+      what: 'InSync after the second swap',
+      timeoutMs: 10_000,
+    });
+  });
+});
+
+describe('a quiet watch', () => {
+  const ns = useNamespace('agent-quiet');
+
+  it("stays open past client-node's 30 s inactivity timeout: no relist, no reconnect at idle", async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const a = agent(pod, ['--grace', '10m']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    // Time itself is the condition: the watch must outlive client-node's 30 s default.
+    const started = Date.now();
+    await waitFor(() => (Date.now() - started > 40_000 ? true : undefined), {
+      what: '40 s of idle',
+      timeoutMs: 45_000,
+      intervalMs: 1000,
+    });
+    const metrics = await a.metrics();
+    expect(sample(metrics, 'config_sync_api_requests_total', { verb: 'list' })).toBe(1);
+    expect(sample(metrics, 'config_sync_api_requests_total', { verb: 'watch' })).toBe(1);
+    expect(a.lines.filter((l) => l.msg === 'API watch restarting')).toEqual([]);
+  }, 90_000);
+});
