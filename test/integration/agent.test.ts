@@ -8,6 +8,7 @@ import { useNamespace } from './support.ts';
 import {
   AgentProcess,
   type AppPod,
+  cli,
   createApp,
   prepareAgentPod,
   SECRET_VALUE,
@@ -262,6 +263,14 @@ describe('targets kubelet never updates', () => {
     });
     await a.waitFor((l) => l.reason === 'EnvStale', 'EnvStale');
     await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+    // The CLI on the same drift: it reports it, and (cli() asserts) prints no value.
+    const check = await cli(['check', '--debounce', '1s'], pod.env);
+    expect(check.stdout).toMatch(/^drift: app:env:Secret\/web-secrets EnvStale: /);
+    const dry = await cli(['heal', '--dry-run', '--debounce', '1s', '-o', 'json'], pod.env);
+    expect(JSON.parse(dry.stdout).verdicts).toContainEqual(expect.objectContaining({ reason: 'EnvStale' }));
+    expect(`${check.stdout}${dry.stdout}`).not.toContain(
+      Buffer.from(`${SECRET_VALUE}-rotated`).toString('base64'),
+    );
 
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
     await a.waitFor((l) => l.reason === 'SubPathStale', 'SubPathStale, despite the 10m grace');
