@@ -11,16 +11,15 @@
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
 import type { Logger } from 'pino';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
-import { ANNOTATION, type Plan, planHeal } from '../heal/planner.ts';
+import { ANNOTATION, type Plan } from '../heal/planner.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
-import { configHash } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
 import { readVolume } from '../watch/read-volume.ts';
-import { resolveOwner } from './oneshot.ts';
+import { planFor, resolveOwner } from './oneshot.ts';
 import { verifyPass } from './pass.ts';
 import type { Runtime } from './runtime.ts';
 
@@ -106,15 +105,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function act(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }> {
     let plan: Plan;
     try {
-      const owner = await resolveOwner(rt, rt.pod);
-      plan = planHeal({
-        verdicts,
-        owner,
-        podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
-        expectedConfigHash: configHash(lookup, rt.sources),
-        policy: rt.healPolicy,
-        now,
-      });
+      plan = planFor(rt, verdicts, await resolveOwner(rt, rt.pod), lookup, now);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { findOwner, readWorkload } from '../heal/owner.ts';
 import { ANNOTATION, type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
 import { readSource } from '../kube/sources.ts';
-import { configHash } from '../verify/expected.ts';
+import { configHash, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
 import { readVolume } from '../watch/read-volume.ts';
@@ -46,7 +46,18 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
   const owner: OwnerState = needsOwner
     ? await resolveOwner(rt, rt.pod)
     : { type: 'unsupported', description: 'not needed' };
-  const plan = planHeal({
+  return { verdicts, plan: planFor(rt, verdicts, owner, lookup, now), sources };
+}
+
+/** The planner's input as this Pod gives it: its own config hash, the sources' digest, the policy. */
+export function planFor(
+  rt: Runtime,
+  verdicts: readonly Verdict[],
+  owner: OwnerState,
+  lookup: SourceLookup,
+  now: number,
+): Plan {
+  return planHeal({
     verdicts,
     owner,
     podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
@@ -54,5 +65,4 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     policy: rt.healPolicy,
     now,
   });
-  return { verdicts, plan, sources };
 }

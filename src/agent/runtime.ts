@@ -2,7 +2,7 @@
 // its own Pod, the targets, and the settings that shape decisions. Built once per process.
 import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import type { Settings } from '../cli/settings.ts';
+import { type Settings, scopeFlags } from '../cli/settings.ts';
 import {
   DEFAULT_VOLUME_MODE,
   discoverTargets,
@@ -41,15 +41,7 @@ export async function openRuntime(
   settings: Settings,
   env: NodeJS.ProcessEnv,
 ): Promise<Runtime> {
-  const facts = gatherScopeFacts(
-    {
-      kubeconfig: settings.string('kubeconfig'),
-      context: settings.string('context'),
-      namespace: settings.string('namespace'),
-      serviceAccountDir: settings.string('service-account-dir')?.value,
-    },
-    env,
-  );
+  const facts = gatherScopeFacts(scopeFlags(settings), env);
   const scope = resolveScope(facts, 'agent');
   const namespace = scope.namespace?.value as string;
   const client = createKubeClient(scope);

@@ -1,39 +1,12 @@
 // The settings of the agent and of the one-shot commands that act like it (check, heal).
 
-import { type SettingDef, scopeSettings } from '../cli/settings.ts';
+import { configFileSetting, podSettings, type SettingDef, scopeSettings } from '../cli/settings.ts';
 import { badFlag } from '../errors.ts';
 
 export const targetSettings: readonly SettingDef[] = [
+  configFileSetting,
   ...scopeSettings,
-  {
-    name: 'pod',
-    env: 'POD_NAME',
-    type: 'string',
-    valueName: 'name',
-    description: 'its own Pod (downward API), whose mounts are the targets',
-  },
-  {
-    name: 'container',
-    env: 'CONFIG_SYNC_CONTAINERS',
-    type: 'list',
-    valueName: 'name',
-    description: 'only these app containers (repeatable; default all but the agent)',
-  },
-  {
-    name: 'self-container',
-    env: 'CONFIG_SYNC_SELF_CONTAINER',
-    type: 'string',
-    valueName: 'name',
-    default: 'config-sync',
-    description: "the agent's own container, never a target",
-  },
-  {
-    name: 'watch',
-    env: 'CONFIG_SYNC_WATCH',
-    type: 'list',
-    valueName: 'PATH=kind/NAME',
-    description: 'an explicit target, e.g. /etc/app=configmap/app-config (repeatable)',
-  },
+  ...podSettings,
   {
     name: 'mount-root',
     env: 'CONFIG_SYNC_MOUNT_ROOT',

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { badFlag, ConfigSyncError } from '../errors.ts';
 import type { Sourced } from '../kube/scope.ts';
+import type { ScopeFlags } from '../kube/scope-facts.ts';
 
 export type SettingType = 'string' | 'boolean' | 'list';
 export type SettingValue = string | boolean | string[];
@@ -205,3 +206,55 @@ export const scopeSettings: readonly SettingDef[] = [
     description: 'where the in-cluster token, ca.crt and namespace are',
   },
 ];
+
+/** The settings that name the agent's Pod and what in it to serve (agent, check, heal, doctor). */
+export const podSettings: readonly SettingDef[] = [
+  {
+    name: 'pod',
+    env: 'POD_NAME',
+    type: 'string',
+    valueName: 'name',
+    description: 'its own Pod (downward API), whose mounts are the targets',
+  },
+  {
+    name: 'container',
+    env: 'CONFIG_SYNC_CONTAINERS',
+    type: 'list',
+    valueName: 'name',
+    description: 'only these app containers (repeatable; default all but the agent)',
+  },
+  {
+    name: 'self-container',
+    env: 'CONFIG_SYNC_SELF_CONTAINER',
+    type: 'string',
+    valueName: 'name',
+    default: 'config-sync',
+    description: "the agent's own container, never a target",
+  },
+  {
+    name: 'watch',
+    env: 'CONFIG_SYNC_WATCH',
+    type: 'list',
+    valueName: 'PATH=kind/NAME',
+    description: 'an explicit target, e.g. /etc/app=configmap/app-config (repeatable)',
+  },
+];
+
+export const outputSetting: SettingDef = {
+  name: 'output',
+  short: 'o',
+  type: 'string',
+  valueName: 'text|json',
+  default: 'text',
+  description: 'output format',
+};
+
+/** The scope-related settings as src/kube/scope-facts.ts takes them. */
+export function scopeFlags(settings: Settings): ScopeFlags {
+  return {
+    kubeconfig: settings.string('kubeconfig'),
+    context: settings.string('context'),
+    namespace: settings.string('namespace'),
+    serviceAccountDir: settings.string('service-account-dir')?.value,
+  };
+}

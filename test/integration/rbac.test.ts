@@ -21,6 +21,7 @@ import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, rejection, useNamespace } from './support.ts';
+import { applyRbac } from './support-app.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'bin/config-sync.js');
@@ -75,22 +76,7 @@ let layout: InClusterLayout;
 
 beforeAll(async () => {
   // `kubectl apply -k` of the shipped base, into the test namespace, as a cluster admin would.
-  const apply = spawnSync(
-    controlPlane().kubectl,
-    [
-      '--kubeconfig',
-      controlPlane().adminKubeconfig,
-      'apply',
-      '--server-side',
-      '-n',
-      ns.name,
-      '-k',
-      path.join(root, 'deploy/sidecar/rbac'),
-    ],
-    { encoding: 'utf8' },
-  );
-  expect(apply.stderr).toBe('');
-  expect(apply.status).toBe(0);
+  applyRbac(ns.name);
 
   const core = ns.admin.makeApiClient(CoreV1Api);
   const apps = ns.admin.makeApiClient(AppsV1Api);

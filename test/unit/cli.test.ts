@@ -40,6 +40,16 @@ describe('config-sync CLI', () => {
     });
   });
 
+  // Every command that takes settings reads --config; a missing file is refused before any
+  // request is made (so no cluster is needed here).
+  it.each(['agent', 'check', 'heal', 'doctor'])('%s reads --config and refuses a missing file', (command) => {
+    const res = run(command, '--config', '/nonexistent/config-sync.yaml');
+    expect(res.stderr).toContain(
+      'error CS_CONFIG_FILE: config file /nonexistent/config-sync.yaml: no such file',
+    );
+    expect(res.status).toBe(2);
+  });
+
   it('runs under Node 24 or newer', () => {
     expect(Number(process.versions.node.split('.')[0])).toBeGreaterThanOrEqual(24);
   });

@@ -7,50 +7,24 @@ import { gatherScopeFacts } from '../../kube/scope-facts.ts';
 import { formatJson, formatText } from '../doctor-format.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
-import { configFileSetting, flagHelp, resolveSettings, type SettingDef, scopeSettings } from '../settings.ts';
+import {
+  configFileSetting,
+  flagHelp,
+  outputSetting,
+  podSettings,
+  resolveSettings,
+  type SettingDef,
+  scopeFlags,
+  scopeSettings,
+} from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [
   configFileSetting,
   ...scopeSettings,
-  {
-    name: 'pod',
-    env: 'POD_NAME',
-    type: 'string',
-    valueName: 'name',
-    description: "the agent's Pod, whose targets and owner are checked",
-  },
-  {
-    name: 'container',
-    env: 'CONFIG_SYNC_CONTAINERS',
-    type: 'list',
-    valueName: 'name',
-    description: 'only these app containers (repeatable; default all but the agent)',
-  },
-  {
-    name: 'self-container',
-    env: 'CONFIG_SYNC_SELF_CONTAINER',
-    type: 'string',
-    valueName: 'name',
-    default: 'config-sync',
-    description: "the agent's own container, never a target",
-  },
-  {
-    name: 'watch',
-    env: 'CONFIG_SYNC_WATCH',
-    type: 'list',
-    valueName: 'spec',
-    description: 'also check access to [PATH=]configmap/NAME or secret/NAME (repeatable)',
-  },
+  ...podSettings,
   { name: 'fix', type: 'boolean', description: 'print the Role and RoleBinding that grant what is missing' },
-  {
-    name: 'output',
-    short: 'o',
-    type: 'string',
-    valueName: 'text|json',
-    default: 'text',
-    description: 'output format',
-  },
+  outputSetting,
 ];
 
 // A configuration problem is the root cause of whatever permission errors follow from it (the
@@ -74,15 +48,7 @@ export const doctorCommand: Command = {
     const watched = settings.list('watch').map((w) => parseWatchSpec(w).ref);
     const fix = settings.boolean('fix');
 
-    const facts = gatherScopeFacts(
-      {
-        kubeconfig: settings.string('kubeconfig'),
-        context: settings.string('context'),
-        namespace: settings.string('namespace'),
-        serviceAccountDir: settings.string('service-account-dir')?.value,
-      },
-      env,
-    );
+    const facts = gatherScopeFacts(scopeFlags(settings), env);
     let scope: Scope;
     const preflight: Problem[] = [];
     try {

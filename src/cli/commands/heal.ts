@@ -6,20 +6,13 @@ import { restartWorkload } from '../../heal/executor.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
 import { overall, planJson, planText } from '../plan-format.ts';
-import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
+import { flagHelp, outputSetting, resolveSettings, type SettingDef } from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [
   ...targetSettings,
   { name: 'dry-run', type: 'boolean', description: 'print the plan and why; change nothing' },
-  {
-    name: 'output',
-    short: 'o',
-    type: 'string',
-    valueName: 'text|json',
-    default: 'text',
-    description: 'output format',
-  },
+  outputSetting,
 ];
 
 // A 409 means the workload changed between read and patch (a sibling restarted it, a deploy
