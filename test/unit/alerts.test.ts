@@ -47,3 +47,30 @@ it('ships the runbook rule exactly as users have it', () => {
     labels: { severity: 'critical' },
   });
 });
+
+// Every metric an alert or a dashboard panel queries must be one the agent exports: a renamed
+// metric must fail here, not silently empty a panel or an alert.
+it('alerts and dashboard query only metrics the agent exports', async () => {
+  const { createMetrics } = await import('../../src/metrics/metrics.ts');
+  const metrics = createMetrics();
+  const exported = new Set<string>();
+  for (const m of await metrics.registry.getMetricsAsJSON()) {
+    exported.add(m.name);
+    if (m.type === 'histogram')
+      for (const suffix of ['_bucket', '_sum', '_count']) exported.add(`${m.name}${suffix}`);
+  }
+  const dashboard = JSON.parse(fs.readFileSync(path.join(dir, 'dashboard.json'), 'utf8')) as {
+    panels: { targets: { expr: string }[] }[];
+    templating: { list: { query?: string }[] };
+  };
+  const exprs = [
+    ...dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)),
+    ...dashboard.templating.list.map((v) => v.query ?? ''),
+    ...parse(fs.readFileSync(path.join(dir, 'alerts.rules.yaml'), 'utf8')).groups[0].rules.map(
+      (r: { expr: string }) => r.expr,
+    ),
+  ];
+  const used = new Set(exprs.flatMap((e) => e.match(/\b(config_sync_\w+|config_hash_\w+)/g) ?? []));
+  expect(used.size).toBeGreaterThan(8);
+  expect([...used].filter((name) => !exported.has(name))).toEqual([]);
+});
