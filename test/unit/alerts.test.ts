@@ -56,8 +56,9 @@ it('alerts and dashboard query only metrics the agent exports', async () => {
   const exported = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     exported.add(m.name);
-    if (m.type === 'histogram')
+    if (String(m.type) === 'histogram') {
       for (const suffix of ['_bucket', '_sum', '_count']) exported.add(`${m.name}${suffix}`);
+    }
   }
   const dashboard = JSON.parse(fs.readFileSync(path.join(dir, 'dashboard.json'), 'utf8')) as {
     panels: { targets: { expr: string }[] }[];
