@@ -1,285 +1,44 @@
-// An application to keep honest, as the agent tests need it: the shipped RBAC base applied, a
-// ConfigMap and Secret, a Deployment `web` whose Pods run as config-sync-agent, and for each Pod a
-// kubelet-style mount directory and an in-cluster identity bound to that Pod.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+// The test/cluster/app.ts helpers bound to this test run's control plane, and the CLI runner that
+// checks every output for the Secret value.
+import type { KubeConfig, V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'vitest';
-import { createServiceAccountIdentity } from '../cluster/identities.ts';
-import { layInClusterDir } from '../cluster/in-cluster.ts';
-import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
-import { waitFor } from '../cluster/wait.ts';
+import * as app from '../cluster/app.ts';
 import { controlPlane } from './support.ts';
 
-export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const bin = path.join(root, 'bin/config-sync.js');
-export const SECRET_VALUE = 's3cret-value-that-must-never-leak';
+export {
+  AgentProcess,
+  type AppPod,
+  bin,
+  type CliRun,
+  type LogLine,
+  root,
+  SECRET_VALUE,
+  sample,
+  templateAnnotations,
+  updateConfig,
+  webDeployment,
+  writeMount,
+} from '../cluster/app.ts';
 
-export interface AppPod {
-  readonly name: string;
-  readonly uid: string;
-  /** The agent's view: --mount-root. The app's /etc/app is <mountRoot>/etc/app. */
-  readonly mountRoot: string;
-  /** Environment of an agent process in this Pod. */
-  readonly env: Record<string, string>;
-}
+export const applyRbac = (namespace: string) => app.applyRbac(controlPlane(), namespace);
 
-export function applyRbac(namespace: string): void {
-  const apply = spawnSync(
-    controlPlane().kubectl,
-    [
-      '--kubeconfig',
-      controlPlane().adminKubeconfig,
-      'apply',
-      '--server-side',
-      '-n',
-      namespace,
-      '-k',
-      path.join(root, 'deploy/sidecar/rbac'),
-    ],
-    { encoding: 'utf8' },
-  );
-  expect(apply.stderr).toBe('');
-}
-
-export function webDeployment(replicas: number, extra: Partial<V1Deployment['spec']> = {}): V1Deployment {
-  const labels = { app: 'web' };
-  return {
-    metadata: { name: 'web' },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          serviceAccountName: 'config-sync-agent',
-          volumes: [{ name: 'config', configMap: { name: 'web-config' } }],
-          containers: [
-            {
-              name: 'app',
-              image: 'config-sync.invalid/app:never-pulled',
-              volumeMounts: [{ name: 'config', mountPath: '/etc/app' }],
-            },
-            {
-              name: 'config-sync',
-              image: 'config-sync.invalid/agent:never-pulled',
-              volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
-            },
-          ],
-        },
-      },
-      ...extra,
-    },
-  };
-}
-
-/** Sets up the namespace's app and returns one AppPod per replica, volumes written as kubelet would. */
-export async function createApp(
+export const createApp = (
   admin: KubeConfig,
   namespace: string,
   replicas: number,
-  deployment = webDeployment(replicas),
-) {
-  applyRbac(namespace);
-  const core = admin.makeApiClient(CoreV1Api);
-  await core.createNamespacedConfigMap({
-    namespace,
-    body: { metadata: { name: 'web-config' }, data: { 'app.yaml': 'level: info\n' } },
-  });
-  await core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: 'web-secrets' }, stringData: { password: SECRET_VALUE } },
-  });
-  await admin.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace, body: deployment });
-  const pods = await waitFor(
-    async () => {
-      const list = await core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
-      return list.items.length === replicas ? list.items : undefined;
-    },
-    { what: `${replicas} pods of web` },
-  );
-  const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace });
-  const out: AppPod[] = [];
-  for (const pod of pods)
-    out.push(await prepareAgentPod(admin, namespace, pod.metadata?.name ?? '', cm.data ?? {}));
-  return out;
-}
+  deployment?: V1Deployment,
+) => app.createApp(controlPlane(), admin, namespace, replicas, deployment);
 
-/**
- * What kubelet gives the agent in one Pod: its mounts (written from `data`), a service-account
- * token bound to the Pod, and the downward-API environment.
- */
-export async function prepareAgentPod(
+export const prepareAgentPod = (
   admin: KubeConfig,
   namespace: string,
   name: string,
   data: Record<string, string>,
-): Promise<AppPod> {
-  const pod = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name, namespace });
-  const uid = pod.metadata?.uid ?? '';
-  const mountRoot = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
-  writeMount(mountRoot, data);
-  const id = await createServiceAccountIdentity(admin, {
-    namespace,
-    name: 'config-sync-agent',
-    existingServiceAccount: true,
-    bindToPod: { name, uid },
-  });
-  const layout = layInClusterDir(path.join(mountRoot, 'pod-root'), controlPlane(), {
-    token: id.token,
-    namespace,
-  });
-  return {
-    name,
-    uid,
-    mountRoot,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: mountRoot,
-      ...layout.env,
-      CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-      POD_NAMESPACE: namespace,
-      POD_NAME: name,
-      CONFIG_SYNC_MOUNT_ROOT: mountRoot,
-    },
-  };
-}
-
-/** What kubelet does when it propagates the ConfigMap to this pod's /etc/app. */
-export function writeMount(mountRoot: string, data: Record<string, string>): void {
-  const dir = path.join(mountRoot, 'etc/app');
-  fs.mkdirSync(dir, { recursive: true });
-  atomicWrite(dir, configMapPayload({ data }));
-}
-
-export interface CliRun {
-  readonly status: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+) => app.prepareAgentPod(controlPlane(), admin, namespace, name, data);
 
 /** Runs the built CLI as a separate process; asserts the Secret value is in none of its output. */
-export function cli(args: string[], env: Record<string, string>): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.once('error', reject);
-    child.once('exit', (status) => {
-      expect(`${stdout}${stderr}`).not.toContain(SECRET_VALUE);
-      resolve({ status, stdout, stderr });
-    });
-  });
-}
-
-export async function updateConfig(
-  admin: KubeConfig,
-  namespace: string,
-  data: Record<string, string>,
-): Promise<void> {
-  await admin.makeApiClient(CoreV1Api).replaceNamespacedConfigMap({
-    name: 'web-config',
-    namespace,
-    body: { metadata: { name: 'web-config' }, data },
-  });
-}
-
-export async function templateAnnotations(
-  admin: KubeConfig,
-  namespace: string,
-): Promise<Record<string, string>> {
-  const d = await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace });
-  return d.spec?.template.metadata?.annotations ?? {};
-}
-
-export interface LogLine {
-  readonly level: string;
-  readonly msg: string;
-  readonly [field: string]: unknown;
-}
-
-/** An agent process in one Pod: its JSON log lines, its metrics, and a clean stop. */
-export class AgentProcess {
-  readonly lines: LogLine[] = [];
-  readonly raw: string[] = [];
-  private readonly child: ChildProcess;
-  private readonly exited: Promise<number | null>;
-
-  private constructor(child: ChildProcess) {
-    this.child = child;
-    const reader = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    reader.on('line', (line) => {
-      this.raw.push(line);
-      try {
-        this.lines.push(JSON.parse(line) as LogLine);
-      } catch {
-        this.lines.push({ level: 'raw', msg: line });
-      }
-    });
-    child.stderr?.on('data', (c: Buffer) => this.raw.push(`stderr: ${c.toString()}`));
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  }
-
-  static start(pod: AppPod, args: string[] = []): AgentProcess {
-    const child = spawn(
-      process.execPath,
-      [bin, 'agent', '--listen', '127.0.0.1:0', '--poll', '200ms', ...args],
-      {
-        env: pod.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    return new AgentProcess(child);
-  }
-
-  async waitFor(predicate: (line: LogLine) => boolean, what: string, timeoutMs = 30_000): Promise<LogLine> {
-    return waitFor(() => this.lines.find(predicate), {
-      what: `${what}; log so far:\n${this.raw.slice(-15).join('\n')}`,
-      timeoutMs,
-      intervalMs: 50,
-    });
-  }
-
-  async metrics(): Promise<string> {
-    const listening = await this.waitFor((l) => l.msg === 'listening', 'the agent to listen');
-    const res = await fetch(`http://${listening.address as string}/metrics`);
-    return res.text();
-  }
-
-  /** SIGTERM, and the exit code. */
-  async stop(): Promise<number | null> {
-    this.child.kill('SIGTERM');
-    return this.exited;
-  }
-
-  kill(): void {
-    this.child.kill('SIGKILL');
-  }
-
-  /** Everything the agent wrote, for leak checks. */
-  output(): string {
-    return this.raw.join('\n');
-  }
-}
-
-/** The value of one sample in Prometheus text format, or undefined. */
-export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const m = line.match(/^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/);
-    if (!m || m[1] !== name) continue;
-    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
-  }
-  return undefined;
+export async function cli(args: string[], env: Record<string, string>): Promise<app.CliRun> {
+  const run = await app.runCli(args, env);
+  expect(`${run.stdout}${run.stderr}`).not.toContain(app.SECRET_VALUE);
+  return run;
 }
