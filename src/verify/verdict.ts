@@ -185,7 +185,8 @@ export function decide(
   const summary = mismatches
     .slice(0, 3)
     .map(
-      (m) => `${m.path} ${m.kind}${m.expected ? ` (want ${m.expected}, have ${m.observed ?? 'none'})` : ''}`,
+      (m) =>
+        `${m.path || 'the file'} ${m.kind}${m.expected ? ` (want ${m.expected}, have ${m.observed ?? 'none'})` : ''}`,
     )
     .join('; ');
   const more = mismatches.length > 3 ? ` and ${mismatches.length - 3} more` : '';

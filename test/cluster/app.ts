@@ -86,12 +86,13 @@ export async function createApp(
   namespace: string,
   replicas: number,
   deployment = webDeployment(replicas),
+  data: Record<string, string> = { 'app.yaml': 'level: info\n' },
 ) {
   applyRbac(info, namespace);
   const core = admin.makeApiClient(CoreV1Api);
   await core.createNamespacedConfigMap({
     namespace,
-    body: { metadata: { name: 'web-config' }, data: { 'app.yaml': 'level: info\n' } },
+    body: { metadata: { name: 'web-config' }, data },
   });
   await core.createNamespacedSecret({
     namespace,
@@ -244,11 +245,14 @@ export class AgentProcess {
   }
 
   async waitFor(predicate: (line: LogLine) => boolean, what: string, timeoutMs = 30_000): Promise<LogLine> {
-    return waitFor(() => this.lines.find(predicate), {
-      what: `${what}; log so far:\n${this.raw.slice(-15).join('\n')}`,
-      timeoutMs,
-      intervalMs: 50,
-    });
+    try {
+      return await waitFor(() => this.lines.find(predicate), { what, timeoutMs, intervalMs: 50 });
+    } catch (error) {
+      // The log as it is now, at the timeout, is what explains it.
+      throw new Error(
+        `${(error as Error).message}; the agent's last lines:\n${this.raw.slice(-15).join('\n')}`,
+      );
+    }
   }
 
   async metrics(): Promise<string> {

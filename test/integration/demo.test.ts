@@ -1,0 +1,28 @@
+// `npm run demo` is one of the README's two fresh-clone commands: it must run to the end. It
+// starts a control plane of its own, so it is independent of this run's.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+import { root } from '../cluster/app.ts';
+
+it('the demo runs every step and ends with exactly one restart', async () => {
+  const child = spawn(process.execPath, [path.join(root, 'scripts/demo.ts')], {
+    cwd: root,
+    env: { ...process.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  expect(out, out).toContain('Exactly 1 restart for 2 agents that saw the same drift. Done.');
+  for (let n = 1; n <= 8; n += 1) expect(out).toContain(`[${n}/8]`);
+  expect(out).toMatch(/InSync again; propagation measured \d+\.\d+ s/);
+  expect(out).toContain('| plan: restart Deployment web');
+  expect(out).toContain('deduped: a sibling already restarted Deployment web');
+  expect(code).toBe(0);
+}, 240_000);
