@@ -4,12 +4,20 @@ import { checkCommand } from './commands/check.ts';
 import type { Command } from './commands/command.ts';
 import { doctorCommand } from './commands/doctor.ts';
 import { healCommand } from './commands/heal.ts';
+import { injectCommand } from './commands/inject.ts';
 import { versionCommand } from './commands/version.ts';
 import type { CliIO } from './io.ts';
 import { formatError } from './report-error.ts';
 
 // The command table, in the order --help lists it.
-const commands: readonly Command[] = [agentCommand, checkCommand, healCommand, doctorCommand, versionCommand];
+const commands: readonly Command[] = [
+  agentCommand,
+  checkCommand,
+  healCommand,
+  doctorCommand,
+  injectCommand,
+  versionCommand,
+];
 
 function helpText(): string {
   const width = Math.max(...commands.map((c) => c.name.length));

@@ -1,0 +1,175 @@
+// `config-sync inject`: adds the sidecar to the Pods of Deployments, StatefulSets, DaemonSets,
+// bare Pods and Lists of them, in a stream of YAML documents. Pure: text in, text out.
+//
+// Steps:
+//  (1) split the stream at top-level `---` lines, as kubectl does, keeping each document's exact
+//      text; parse each (a YAML error is reported with its document and line, nothing written);
+//  (2) find the Pod specs: spec.template.spec of a workload, spec of a Pod, the same in each
+//      item of a List. Other workload kinds (Job, CronJob, ReplicaSet) are left alone with a
+//      note: config-sync restarts only Deployments, StatefulSets and DaemonSets;
+//  (3) refuse what cannot work: a Pod spec that runs as another ServiceAccount, that turns the
+//      token off, or that has an app container named config-sync;
+//  (4) compute the sidecar; if the Pod already has it exactly, change nothing (idempotent);
+//      else add or replace it among the init containers and set the ServiceAccount;
+//  (5) re-serialize only the documents that changed: every other document keeps its bytes.
+import type { V1PodSpec } from '@kubernetes/client-node';
+import { type Document, isMap, isSeq, parseDocument } from 'yaml';
+import { ConfigSyncError } from '../errors.ts';
+import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from './sidecar.ts';
+
+export interface InjectResult {
+  readonly output: string;
+  /** Pod specs the sidecar was added to or updated in. */
+  readonly injected: readonly string[];
+  /** Things left alone, and why, for stderr. */
+  readonly notes: readonly string[];
+}
+
+const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
+const NOT_RESTARTABLE = new Set(['Job', 'CronJob', 'ReplicaSet', 'ReplicationController']);
+
+function injectError(code: string, message: string, hint: string, origin: string): ConfigSyncError {
+  return new ConfigSyncError(code, 'usage', `${origin}: ${message}`, { hint, details: { origin } });
+}
+
+// (1)
+function splitDocuments(source: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  for (const line of source.split(/(?<=\n)/)) {
+    if (/^---(\s|$)/.test(line) && current.trim() !== '') {
+      parts.push(current);
+      current = '';
+    }
+    current += line;
+  }
+  if (current !== '') parts.push(current);
+  return parts;
+}
+
+type Path = (string | number)[];
+
+interface PodSpecRef {
+  readonly path: Path;
+  readonly what: string;
+}
+
+// (2)
+function podSpecs(obj: Record<string, unknown>, base: Path, notes: string[]): PodSpecRef[] {
+  const kind = String(obj.kind ?? '');
+  const name = String((obj.metadata as { name?: unknown } | undefined)?.name ?? '?');
+  if (kind === 'List') {
+    const items = (obj.items as Record<string, unknown>[] | undefined) ?? [];
+    return items.flatMap((item, i) => podSpecs(item, [...base, 'items', i], notes));
+  }
+  if (WORKLOADS.has(kind)) return [{ path: [...base, 'spec', 'template', 'spec'], what: `${kind} ${name}` }];
+  if (kind === 'Pod') return [{ path: [...base, 'spec'], what: `Pod ${name}` }];
+  if (NOT_RESTARTABLE.has(kind)) {
+    notes.push(
+      `${kind} ${name} left alone: config-sync restarts only Deployments, StatefulSets and DaemonSets`,
+    );
+  }
+  return [];
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function injectPodSpec(
+  doc: Document,
+  ref: PodSpecRef,
+  options: SidecarOptions,
+  origin: string,
+  notes: string[],
+): boolean {
+  const spec = (doc.getIn(ref.path) as { toJSON(): unknown } | undefined)?.toJSON() as V1PodSpec | undefined;
+  const where = `${origin}: ${ref.what}`;
+  if (!spec || !Array.isArray(spec.containers) || spec.containers.length === 0) {
+    throw injectError(
+      'CS_INJECT_NO_CONTAINERS',
+      `${ref.what} has no containers`,
+      'inject takes complete Pod templates',
+      origin,
+    );
+  }
+  // (3)
+  if (spec.serviceAccountName && spec.serviceAccountName !== options.serviceAccount) {
+    throw injectError(
+      'CS_INJECT_SERVICE_ACCOUNT',
+      `${ref.what} runs as ServiceAccount "${spec.serviceAccountName}", and a Pod has only one: the agent would run as it too`,
+      `bind config-sync's Role (deploy/sidecar/rbac) to "${spec.serviceAccountName}" and pass --service-account ${spec.serviceAccountName}`,
+      origin,
+    );
+  }
+  if (spec.automountServiceAccountToken === false) {
+    throw injectError(
+      'CS_INJECT_NO_TOKEN',
+      `${ref.what} sets automountServiceAccountToken: false, so the agent could not reach the API`,
+      'remove it from the Pod spec (or mount a projected service-account token volume yourself)',
+      origin,
+    );
+  }
+  if (spec.containers.some((c) => c.name === SIDECAR_NAME)) {
+    throw injectError(
+      'CS_INJECT_NAME_TAKEN',
+      `${ref.what} has an app container named "${SIDECAR_NAME}"`,
+      'rename that container; inject adds the agent as a native sidecar of that name',
+      origin,
+    );
+  }
+  // (4)
+  const sidecar = sidecarContainer(spec, options);
+  if ((sidecar.volumeMounts ?? []).length === 0) {
+    notes.push(`${where}: mounts no ConfigMap or Secret, nothing for config-sync to check; left alone`);
+    return false;
+  }
+  const inits = spec.initContainers ?? [];
+  const index = inits.findIndex((c) => c.name === SIDECAR_NAME);
+  const saSet = spec.serviceAccountName === options.serviceAccount;
+  if (index >= 0 && same(inits[index], sidecar) && saSet) return false;
+  const node = doc.createNode(sidecar);
+  const seq = doc.getIn([...ref.path, 'initContainers'], true);
+  if (isSeq(seq)) {
+    if (index >= 0) seq.set(index, node);
+    else seq.add(node);
+  } else {
+    doc.setIn([...ref.path, 'initContainers'], doc.createNode([sidecar]));
+  }
+  if (!saSet) doc.setIn([...ref.path, 'serviceAccountName'], options.serviceAccount);
+  return true;
+}
+
+export function injectManifests(source: string, origin: string, options: SidecarOptions): InjectResult {
+  const notes: string[] = [];
+  const injected: string[] = [];
+  let line = 1;
+  const out: string[] = [];
+  for (const text of splitDocuments(source)) {
+    const doc = parseDocument(text);
+    const error = doc.errors[0];
+    if (error) {
+      const at = error.linePos?.[0] ? line + error.linePos[0].line - 1 : line;
+      // The library's own position is relative to the document; the stream line replaces it.
+      const what = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+      throw injectError('CS_INJECT_YAML', `line ${at}: ${what}`, 'fix the YAML; nothing was written', origin);
+    }
+    line += text.split('\n').length - 1;
+    const root = doc.contents;
+    if (!isMap(root)) {
+      out.push(text);
+      continue;
+    }
+    const refs = podSpecs(root.toJSON() as Record<string, unknown>, [], notes);
+    let changed = false;
+    for (const ref of refs) {
+      if (injectPodSpec(doc, ref, options, origin, notes)) {
+        changed = true;
+        injected.push(ref.what);
+      }
+    }
+    // (5)
+    out.push(changed ? String(doc) : text);
+  }
+  return { output: out.join(''), injected, notes };
+}

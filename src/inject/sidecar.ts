@@ -1,0 +1,79 @@
+// The config-sync sidecar for a Pod spec: one definition, used by `inject` (and by the webhook,
+// later), and matching deploy/sidecar/example/deployment.yaml (a test keeps them in step).
+// Pure: a Pod spec in, the container and the pod-level changes out.
+import type { V1Container, V1PodSpec, V1VolumeMount } from '@kubernetes/client-node';
+import { volumeSources } from '../discover/targets.ts';
+
+export const SIDECAR_NAME = 'config-sync';
+
+export interface SidecarOptions {
+  readonly image: string;
+  readonly serviceAccount: string;
+}
+
+export const DEFAULT_SIDECAR: SidecarOptions = {
+  image: 'config-sync:0.1.0',
+  serviceAccount: 'config-sync-agent',
+};
+
+/**
+ * The read-only mounts the agent needs: every mount of a ConfigMap, Secret or projected volume
+ * by an app container, at the same path (and subPath), once each.
+ */
+export function configMounts(spec: V1PodSpec): V1VolumeMount[] {
+  const notes: string[] = [];
+  const configVolumes = new Set(
+    (spec.volumes ?? []).filter((v) => volumeSources(v, notes).length > 0).map((v) => v.name),
+  );
+  const apps = [
+    ...(spec.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'),
+    ...spec.containers,
+  ].filter((c) => c.name !== SIDECAR_NAME);
+  const seen = new Set<string>();
+  const mounts: V1VolumeMount[] = [];
+  for (const c of apps) {
+    for (const m of c.volumeMounts ?? []) {
+      if (!configVolumes.has(m.name)) continue;
+      const key = `${m.mountPath}\0${m.name}\0${m.subPath ?? ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      mounts.push({
+        name: m.name,
+        mountPath: m.mountPath,
+        ...(m.subPath ? { subPath: m.subPath } : {}),
+        readOnly: true,
+      });
+    }
+  }
+  return mounts;
+}
+
+export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Container {
+  return {
+    name: SIDECAR_NAME,
+    image: options.image,
+    imagePullPolicy: 'IfNotPresent',
+    restartPolicy: 'Always',
+    args: ['agent'],
+    env: [
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
+    ],
+    ports: [{ name: 'metrics', containerPort: 9464 }],
+    volumeMounts: configMounts(spec),
+    resources: { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '192Mi' } },
+    // Complete on its own, so the sidecar passes Pod Security "restricted" whatever the Pod sets.
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    startupProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 1, failureThreshold: 60 },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, periodSeconds: 30 },
+    readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 10 },
+  };
+}

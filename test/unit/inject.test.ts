@@ -1,0 +1,173 @@
+// inject: the sidecar added where it belongs, nothing else touched, twice the same as once, and a
+// clear refusal of what cannot work.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { ConfigSyncError } from '../../src/errors.ts';
+import { injectManifests } from '../../src/inject/inject.ts';
+import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const inject = (source: string) => injectManifests(source, 'in.yaml', DEFAULT_SIDECAR);
+
+const service = `# a Service, formatted by hand
+apiVersion: v1
+kind: Service
+metadata: {name: web}     # odd spacing stays
+spec:
+  ports: [ {port: 80} ]
+`;
+
+const deployment = (extra = '') => `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web  # the app
+spec:
+  template:
+    spec:${extra}
+      volumes:
+        - name: config
+          configMap: {name: web-config}
+        - name: tls
+          secret: {secretName: web-tls}
+        - name: merged
+          projected:
+            sources: [{configMap: {name: base}}]
+        - name: scratch
+          emptyDir: {}
+      containers:
+        - name: app
+          image: nginx
+          volumeMounts:
+            - {name: config, mountPath: /etc/app}
+            - {name: config, mountPath: /etc/app.yaml, subPath: app.yaml}
+            - {name: tls, mountPath: /tls}
+            - {name: merged, mountPath: /etc/merged}
+            - {name: scratch, mountPath: /tmp}
+`;
+
+interface PodSpecView {
+  serviceAccountName?: string;
+  initContainers?: { name: string; restartPolicy?: string; volumeMounts?: unknown[] }[];
+}
+
+function podSpecOf(output: string, index: number): PodSpecView {
+  const doc = parseAllDocuments(output)[index];
+  if (!doc) throw new Error(`no document ${index} in the output`);
+  return (doc.toJSON() as { spec: { template: { spec: PodSpecView } } }).spec.template.spec;
+}
+
+function errorOf(fn: () => unknown): ConfigSyncError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigSyncError) return e;
+    throw e;
+  }
+  throw new Error('expected a ConfigSyncError');
+}
+
+describe('inject', () => {
+  it('adds the native sidecar with read-only mounts of every config volume, and the ServiceAccount', () => {
+    const { output, injected } = inject(deployment());
+    expect(injected).toEqual(['Deployment web']);
+    const spec = podSpecOf(output, 0);
+    expect(spec.serviceAccountName).toBe('config-sync-agent');
+    const sidecar = spec.initContainers?.[0];
+    expect(sidecar).toMatchObject({ name: 'config-sync', restartPolicy: 'Always' });
+    expect(sidecar?.volumeMounts).toEqual([
+      { name: 'config', mountPath: '/etc/app', readOnly: true },
+      { name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml', readOnly: true },
+      { name: 'tls', mountPath: '/tls', readOnly: true },
+      { name: 'merged', mountPath: '/etc/merged', readOnly: true },
+    ]);
+  });
+
+  it('keeps every other document byte for byte, and comments in the one it changes', () => {
+    const { output } = inject(`${service}${deployment()}`);
+    expect(output.startsWith(service)).toBe(true);
+    expect(output).toContain('name: web # the app');
+  });
+
+  it('injecting twice changes nothing', () => {
+    const once = inject(`${service}${deployment()}`).output;
+    const twice = inject(once);
+    expect(twice.output).toBe(once);
+    expect(twice.injected).toEqual([]);
+  });
+
+  it('a stream with nothing to inject comes out identical', () => {
+    expect(inject(service).output).toBe(service);
+  });
+
+  it('handles Pods, StatefulSets, DaemonSets and Lists', () => {
+    const list = `apiVersion: v1
+kind: List
+items:
+  - apiVersion: apps/v1
+    kind: StatefulSet
+    metadata: {name: db}
+    spec:
+      template:
+        spec:
+          volumes: [{name: c, configMap: {name: db-config}}]
+          containers: [{name: db, image: postgres, volumeMounts: [{name: c, mountPath: /etc/db}]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: once}
+spec:
+  volumes: [{name: c, secret: {secretName: s}}]
+  containers: [{name: app, image: x, volumeMounts: [{name: c, mountPath: /s}]}]
+`;
+    expect(inject(list).injected).toEqual(['StatefulSet db', 'Pod once']);
+  });
+
+  it('leaves a Job alone, with a note', () => {
+    const job =
+      'apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate}\nspec: {template: {spec: {containers: [{name: m, image: x}]}}}\n';
+    const result = inject(job);
+    expect(result.output).toBe(job);
+    expect(result.notes).toEqual([
+      'Job migrate left alone: config-sync restarts only Deployments, StatefulSets and DaemonSets',
+    ]);
+  });
+
+  it('leaves a workload that mounts no ConfigMap or Secret alone, with a note', () => {
+    const plain =
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare}\nspec: {template: {spec: {containers: [{name: a, image: x}]}}}\n';
+    const result = inject(plain);
+    expect(result.output).toBe(plain);
+    expect(result.notes[0]).toContain('mounts no ConfigMap or Secret');
+  });
+
+  it.each([
+    ['\n      serviceAccountName: payments', 'CS_INJECT_SERVICE_ACCOUNT', '--service-account payments'],
+    ['\n      automountServiceAccountToken: false', 'CS_INJECT_NO_TOKEN', 'remove it'],
+  ])('refuses %j with %s', (extra, code, hint) => {
+    const e = errorOf(() => inject(deployment(extra)));
+    expect(e.code).toBe(code);
+    expect(e.hint).toContain(hint);
+    expect(e.message).toMatch(/^in\.yaml: Deployment web /);
+  });
+
+  it('reports a YAML error with the line in the whole stream', () => {
+    const e = errorOf(() => inject(`${service}---\nkind: Deployment\nmetadata: [oops\n`));
+    expect(e.code).toBe('CS_INJECT_YAML');
+    expect(e.message).toBe(
+      'in.yaml: line 10: Flow sequence in block collection must be sufficiently indented and end with a ]',
+    );
+  });
+
+  it('builds the same sidecar as the shipped example', () => {
+    const example = parse(fs.readFileSync(path.join(root, 'deploy/sidecar/example/deployment.yaml'), 'utf8'));
+    const shipped = example.spec.template.spec.initContainers[0];
+    const withoutSidecar = structuredClone(example);
+    withoutSidecar.spec.template.spec.initContainers = [];
+    const { output } = inject(JSON.stringify(withoutSidecar));
+    expect(podSpecOf(output, 0).initContainers?.[0]).toEqual(shipped);
+  });
+});
