@@ -12,8 +12,10 @@
 import type { Logger } from 'pino';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ANNOTATION, type Plan } from '../heal/planner.ts';
+import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
+import { configHash } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
@@ -83,6 +85,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastPassAt = clock();
   const lastVerdict = new Map<string, string>();
   let lastActionKey = '';
+  let loadedHash: string | undefined;
+  let reloadFailedFor: string | undefined;
   let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
@@ -179,6 +183,46 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       await event(reason, plan.reasons.join('; '), 'Warning');
     }
     return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
+  }
+
+  // (3b) Reload mode: once every file matches the API after a change, tell the app. The config it
+  // loaded is taken to be the one on disk at the agent's first in-sync pass (as a native sidecar
+  // the agent starts before the app), then each config it was successfully told to reload.
+  // A reload that fails is not retried for the same config: it becomes a ReloadFailed verdict
+  // for the planner, which applies the fallback (restart or alert) with the usual dedupe.
+  async function reloadIfChanged(
+    trigger: ReloadTrigger,
+    verdicts: readonly Verdict[],
+    now: number,
+  ): Promise<{ retryAt?: number }> {
+    const current = configHash(lookup, rt.sources);
+    if (loadedHash === undefined) {
+      loadedHash = current;
+      return {};
+    }
+    if (!shouldReload(verdicts, loadedHash, current) || reloadFailedFor === current) return {};
+    try {
+      const how = await triggerReload(trigger, signal);
+      loadedHash = current;
+      metrics.heals.inc({ action: 'reload', result: 'ok' });
+      log.info({ decision: 'reload', how, configHash: current }, 'reloaded the app');
+      await event('Reloaded', `${how}, for config ${current}`, 'Normal');
+      return {};
+    } catch (error) {
+      reloadFailedFor = current;
+      const message = (error as Error).message;
+      metrics.heals.inc({ action: 'reload', result: 'failed' });
+      log.warn({ decision: 'reload', configHash: current, error: message }, 'reload failed');
+      await event('ReloadFailed', message, 'Warning');
+      const failed: Verdict = {
+        target: 'reload',
+        state: 'Drifted',
+        reason: 'ReloadFailed',
+        message: `${message}: the app may still run the old config`,
+        mismatches: [],
+      };
+      return act([...verdicts, failed], now);
+    }
   }
 
   // (4)
@@ -288,6 +332,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
     let retryAt: number | undefined;
     if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now));
+    if (rt.reload && allInSync) ({ retryAt } = await reloadIfChanged(rt.reload, pass.verdicts, now));
     await writeStatus(pass.verdicts, now);
     ready = true;
     lastPassAt = clock();

@@ -1,5 +1,6 @@
 // What every command that acts like the agent starts from: the resolved scope, the one client,
 // its own Pod, the targets, and the settings that shape decisions. Built once per process.
+import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { type Settings, scopeFlags } from '../cli/settings.ts';
@@ -13,6 +14,7 @@ import {
 import { parseWatchSpec } from '../discover/watch-spec.ts';
 import { ConfigSyncError } from '../errors.ts';
 import { ANNOTATION, type HealPolicy } from '../heal/planner.ts';
+import type { ReloadTrigger } from '../heal/reload.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
@@ -34,6 +36,32 @@ export interface Runtime {
   agentPath(mountPath: string): string;
   /** The env baselines recorded on the Pod: target id -> digest. */
   readonly envBaselines: Readonly<Record<string, string>>;
+  /** Reload mode: how to tell the app (heal policy then holds the fallback). */
+  readonly reload: ReloadTrigger | undefined;
+}
+
+/** --reload-url, or --reload-signal with --reload-process: exactly one way to tell the app. */
+function reloadTrigger(
+  settings: Settings,
+  modeError: (what: string, hint: string) => ConfigSyncError,
+): ReloadTrigger {
+  const url = settings.string('reload-url')?.value;
+  const signal = settings.string('reload-signal')?.value;
+  const proc = settings.string('reload-process')?.value;
+  const hint =
+    'pass --reload-url http://127.0.0.1:PORT/PATH, or --reload-signal SIGHUP with --reload-process NAME';
+  if (url && signal) throw modeError('--reload-url and --reload-signal are both set', hint);
+  if (url) {
+    if (!/^https?:\/\//.test(url)) throw modeError(`--reload-url ${url} is not an http(s) URL`, hint);
+    return { kind: 'http', url };
+  }
+  if (signal) {
+    if (!/^SIG[A-Z0-9]+$/.test(signal) || !(signal in osConstants.signals))
+      throw modeError(`--reload-signal ${signal} is not a signal`, hint);
+    if (!proc) throw modeError('--reload-signal needs --reload-process', hint);
+    return { kind: 'signal', signal: signal as NodeJS.Signals, process: proc };
+  }
+  throw modeError('--on-drift reload needs a way to tell the app', hint);
 }
 
 export async function openRuntime(
@@ -47,19 +75,26 @@ export async function openRuntime(
   const client = createKubeClient(scope);
 
   const onDrift = settings.string('on-drift')?.value ?? 'restart';
-  if (onDrift !== 'restart' && onDrift !== 'alert-only') {
-    throw new ConfigSyncError(
-      'CS_USAGE_BAD_FLAG',
-      'usage',
-      `${command}: --on-drift ${onDrift} is not restart or alert-only`,
-      {
-        hint: 'use --on-drift restart (default) or --on-drift alert-only',
-      },
+  const modeError = (what: string, hint: string) =>
+    new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `${command}: ${what}`, { hint });
+  if (onDrift !== 'restart' && onDrift !== 'alert-only' && onDrift !== 'reload') {
+    throw modeError(
+      `--on-drift ${onDrift} is not restart, alert-only or reload`,
+      'use --on-drift restart (default), alert-only or reload',
     );
   }
+  const reload = onDrift === 'reload' ? reloadTrigger(settings, modeError) : undefined;
+  const fallback = settings.string('reload-fallback')?.value ?? 'restart';
+  if (fallback !== 'restart' && fallback !== 'alert-only') {
+    throw modeError(
+      `--reload-fallback ${fallback} is not restart or alert-only`,
+      'use --reload-fallback restart (default) or alert-only',
+    );
+  }
+  const mode: HealPolicy['mode'] = onDrift === 'reload' ? fallback : onDrift;
   const duration = (name: string) => parseDuration(command, name, settings.string(name)?.value ?? '');
   const verifyPolicy = { graceMs: duration('grace'), debounceMs: duration('debounce') };
-  const healPolicy: HealPolicy = { mode: onDrift, minRestartIntervalMs: duration('min-restart-interval') };
+  const healPolicy: HealPolicy = { mode, minRestartIntervalMs: duration('min-restart-interval') };
   const mountRoot = settings.string('mount-root')?.value ?? '/';
 
   // Explicit targets first: they need no Pod.
@@ -130,5 +165,6 @@ export async function openRuntime(
     healPolicy,
     agentPath: (mountPath) => path.join(mountRoot, mountPath),
     envBaselines,
+    reload,
   };
 }

@@ -67,7 +67,9 @@ export type EventReason =
   | 'HealFailed'
   | 'CircuitOpen'
   | 'SourceMissing'
-  | 'InSync';
+  | 'InSync'
+  | 'Reloaded'
+  | 'ReloadFailed';
 
 export interface PodRef {
   readonly name: string;

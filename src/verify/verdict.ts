@@ -18,7 +18,8 @@ export type VerdictReason =
   | 'ImmutableStale'
   | 'SourceMissing'
   | 'ApiUnreadable'
-  | 'FilesUnreadable';
+  | 'FilesUnreadable'
+  | 'ReloadFailed';
 
 export interface Mismatch {
   readonly path: string;

@@ -1,5 +1,10 @@
 // The agent end to end, as separate processes against the real API, with exactly the shipped
 // Role and kubelet-style mounts: the issue's scenarios, each in a namespace of its own.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
@@ -11,6 +16,7 @@ import {
   cli,
   createApp,
   prepareAgentPod,
+  root,
   SECRET_VALUE,
   sample,
   templateAnnotations,
@@ -349,4 +355,88 @@ describe('a quiet watch', () => {
     expect(sample(metrics, 'config_sync_api_requests_total', { verb: 'watch' })).toBe(1);
     expect(a.lines.filter((l) => l.msg === 'API watch restarting')).toEqual([]);
   }, 90_000);
+});
+
+describe('reload mode', () => {
+  const ns = useNamespace('agent-reload');
+
+  it('POSTs once the files match the API, never while propagating; a failing reload falls back to one restart', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const calls: string[] = [];
+    let status = 200;
+    const server = http.createServer((req, res) => {
+      calls.push(`${req.method} ${req.url}`);
+      res.writeHead(status).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`;
+    try {
+      const a = agent(pod, ['--on-drift', 'reload', '--reload-url', url, '--grace', '30s']);
+      await a.waitFor((l) => l.state === 'InSync', 'InSync');
+      expect(calls).toEqual([]);
+
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+      await a.waitFor((l) => l.state === 'Propagating', 'Propagating');
+      expect(calls).toEqual([]);
+      writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
+      await a.waitFor((l) => l.msg === 'reloaded the app', 'the reload');
+      expect(calls).toEqual(['POST /-/reload']);
+      await waitFor(
+        async () => (await events(ns.admin, ns.name, pod.name)).find((e) => e.reason === 'Reloaded'),
+        { what: 'a Reloaded Event' },
+      );
+
+      // The app's reload endpoint breaks: three attempts, then the fallback restarts once.
+      status = 500;
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: warn\n' });
+      writeMount(pod.mountRoot, { 'app.yaml': 'level: warn\n' });
+      await a.waitFor((l) => l.msg === 'reload failed', 'the failed reload');
+      expect(calls).toHaveLength(4);
+      await a.waitFor((l) => l.msg === 'restarted workload', 'the fallback restart');
+      expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).toEqual(
+        expect.arrayContaining(['ReloadFailed', 'Healed']),
+      );
+      expect(
+        sample(await a.metrics(), 'config_sync_heal_total', { action: 'reload', result: 'failed' }),
+      ).toBe(1);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('sends the signal to the named process in a shared PID namespace', async () => {
+    const core = ns.admin.makeApiClient(CoreV1Api);
+    const pods = await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' });
+    const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
+    const pod = await prepareAgentPod(ns.admin, ns.name, pods.items[0]?.metadata?.name ?? '', cm.data ?? {});
+    const countFile = path.join(pod.mountRoot, 'sighups');
+    const app = spawn(
+      process.execPath,
+      [path.join(root, 'test/fixtures/reloadable-app.mjs'), 'cs-reload-app', countFile],
+      { stdio: 'ignore' },
+    );
+    try {
+      await waitFor(() => fs.existsSync(countFile) || undefined, { what: 'the app to start' });
+      const a = agent(pod, [
+        '--on-drift',
+        'reload',
+        '--reload-signal',
+        'SIGHUP',
+        '--reload-process',
+        'cs-reload-app',
+        '--grace',
+        '30s',
+      ]);
+      await a.waitFor((l) => l.state === 'InSync', 'InSync');
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: error\n' });
+      writeMount(pod.mountRoot, { 'app.yaml': 'level: error\n' });
+      const reloaded = await a.waitFor((l) => l.msg === 'reloaded the app', 'the reload');
+      expect(reloaded.how).toBe(`SIGHUP sent to cs-reload-app (pid ${app.pid})`);
+      await waitFor(() => (fs.readFileSync(countFile, 'utf8') === '1' ? true : undefined), {
+        what: 'the app to get one SIGHUP',
+      });
+    } finally {
+      app.kill();
+    }
+  });
 });

@@ -1,0 +1,81 @@
+// Reload mode: for apps that can re-read their configuration in place. Like configmap-reload,
+// config-sync tells the app to reload; unlike it, only once the files on disk match the API
+// (never on an intermediate swap, never while kubelet is still propagating), and with a fallback
+// when the reload fails or the files never become right.
+import fs from 'node:fs';
+import path from 'node:path';
+import pRetry from 'p-retry';
+import type { Verdict } from '../verify/verdict.ts';
+
+export type ReloadTrigger =
+  | { readonly kind: 'http'; readonly url: string }
+  | { readonly kind: 'signal'; readonly signal: NodeJS.Signals; readonly process: string };
+
+/**
+ * Pure: reload when every target matches the API and the config the app last loaded (recorded
+ * at start, or at the last successful reload) differs from the config on disk now. Anything not
+ * in sync waits (Propagating) or is left to the heal planner (Drifted: a reload cannot make the
+ * files right, so the fallback restarts or alerts).
+ */
+export function shouldReload(
+  verdicts: readonly Verdict[],
+  loadedHash: string | undefined,
+  currentHash: string,
+): boolean {
+  if (loadedHash === undefined) return false;
+  return verdicts.length > 0 && verdicts.every((v) => v.state === 'InSync') && currentHash !== loadedHash;
+}
+
+export class ReloadError extends Error {}
+
+/** Finds the app's process by name in a shared PID namespace: /proc/<pid>/comm, or argv[0]. */
+export function findProcess(name: string, proc = '/proc'): number | undefined {
+  for (const entry of fs.readdirSync(proc)) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const comm = fs.readFileSync(path.join(proc, entry, 'comm'), 'utf8').trim();
+      const argv0 = fs.readFileSync(path.join(proc, entry, 'cmdline'), 'utf8').split('\0')[0] ?? '';
+      if (comm === name || path.basename(argv0) === name || argv0 === name) return Number(entry);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Tells the app to reload: an HTTP POST that must answer 2xx (3 attempts, 0.5 s apart, 5 s each),
+ * or a signal to the named process. Throws a ReloadError saying why it failed.
+ */
+export async function triggerReload(trigger: ReloadTrigger, signal?: AbortSignal): Promise<string> {
+  if (trigger.kind === 'signal') {
+    const pid = findProcess(trigger.process);
+    if (pid === undefined) {
+      throw new ReloadError(
+        `no process named ${trigger.process} (is shareProcessNamespace: true set on the Pod?)`,
+      );
+    }
+    try {
+      process.kill(pid, trigger.signal);
+    } catch (error) {
+      throw new ReloadError(
+        `cannot send ${trigger.signal} to ${trigger.process} (pid ${pid}): ${(error as NodeJS.ErrnoException).code}`,
+      );
+    }
+    return `${trigger.signal} sent to ${trigger.process} (pid ${pid})`;
+  }
+  return pRetry(
+    async () => {
+      const res = await fetch(trigger.url, { method: 'POST', signal: AbortSignal.timeout(5000) });
+      await res.arrayBuffer();
+      if (res.status < 200 || res.status >= 300)
+        throw new ReloadError(`POST ${trigger.url} answered ${res.status}`);
+      return `POST ${trigger.url} answered ${res.status}`;
+    },
+    { retries: 2, minTimeout: 500, factor: 1, ...(signal ? { signal } : {}) },
+  ).catch((error: unknown) => {
+    throw error instanceof ReloadError
+      ? error
+      : new ReloadError(`POST ${trigger.url} failed: ${(error as Error).message}`);
+  });
+}
