@@ -6,6 +6,7 @@ import { doctorCommand } from './commands/doctor.ts';
 import { healCommand } from './commands/heal.ts';
 import { injectCommand } from './commands/inject.ts';
 import { versionCommand } from './commands/version.ts';
+import { webhookCommand } from './commands/webhook.ts';
 import type { CliIO } from './io.ts';
 import { formatError } from './report-error.ts';
 
@@ -16,6 +17,7 @@ const commands: readonly Command[] = [
   healCommand,
   doctorCommand,
   injectCommand,
+  webhookCommand,
   versionCommand,
 ];
 

@@ -1,0 +1,71 @@
+import { EXIT } from '../../errors.ts';
+import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
+import { createLogger } from '../../log.ts';
+import { startWebhook } from '../../webhook/server.ts';
+import type { CliIO } from '../io.ts';
+import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
+import type { Command } from './command.ts';
+
+const defs: readonly SettingDef[] = [
+  {
+    name: 'listen',
+    env: 'CONFIG_SYNC_WEBHOOK_LISTEN',
+    type: 'string',
+    valueName: 'host:port',
+    default: ':8443',
+    description: 'HTTPS address',
+  },
+  {
+    name: 'tls-cert-file',
+    env: 'CONFIG_SYNC_TLS_CERT_FILE',
+    type: 'string',
+    valueName: 'file',
+    default: '/etc/config-sync/tls/tls.crt',
+    description: 'PEM certificate (reloaded when it changes)',
+  },
+  {
+    name: 'tls-key-file',
+    env: 'CONFIG_SYNC_TLS_KEY_FILE',
+    type: 'string',
+    valueName: 'file',
+    default: '/etc/config-sync/tls/tls.key',
+    description: 'PEM private key',
+  },
+  {
+    name: 'image',
+    env: 'CONFIG_SYNC_IMAGE',
+    type: 'string',
+    valueName: 'ref',
+    default: DEFAULT_SIDECAR.image,
+    description: 'the config-sync image to inject',
+  },
+];
+
+export const webhookCommand: Command = {
+  name: 'webhook',
+  summary:
+    'serve a mutating admission webhook that injects the sidecar into Pods of labelled namespaces or workloads',
+  usage: `config-sync webhook [flags]\n\nFlags:\n${flagHelp(defs)}\n\nManifests: deploy/webhook. Stops on SIGTERM or SIGINT.`,
+  async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+    const settings = resolveSettings('webhook', defs, args, env);
+    const log = createLogger('info', { role: 'webhook' }, io.stdout);
+    const controller = new AbortController();
+    process.once('SIGTERM', () => controller.abort());
+    process.once('SIGINT', () => controller.abort());
+    const server = await startWebhook(
+      {
+        listen: settings.string('listen')?.value ?? ':8443',
+        certFile: settings.string('tls-cert-file')?.value ?? '',
+        keyFile: settings.string('tls-key-file')?.value ?? '',
+        sidecar: { ...DEFAULT_SIDECAR, image: settings.string('image')?.value ?? DEFAULT_SIDECAR.image },
+        certPollMs: 2000,
+      },
+      log,
+      controller.signal,
+    );
+    log.info({ address: server.address }, 'listening');
+    await server.closed;
+    log.info('stopped');
+    return EXIT.ok;
+  },
+};

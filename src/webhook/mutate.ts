@@ -1,0 +1,90 @@
+// The admission decision for one Pod: the JSON Patch that adds the config-sync sidecar, or none.
+// Pure: AdmissionReview in, AdmissionReview out. The same sidecar as `inject` (src/inject).
+//
+// Unlike `inject`, the webhook never changes the ServiceAccount: by the time mutating webhooks
+// run, the ServiceAccount admission plugin has already resolved it (and mounted its token), so
+// a Pod must already run as an identity bound to config-sync's Role. A warning says so when it
+// runs as `default`.
+import type { V1Pod } from '@kubernetes/client-node';
+import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from '../inject/sidecar.ts';
+
+export interface AdmissionReview {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly request?: { readonly uid?: string; readonly object?: V1Pod; readonly namespace?: string };
+}
+
+export interface AdmissionResponse {
+  readonly apiVersion: 'admission.k8s.io/v1';
+  readonly kind: 'AdmissionReview';
+  readonly response: {
+    readonly uid: string;
+    readonly allowed: true;
+    readonly patchType?: 'JSONPatch';
+    readonly patch?: string;
+    readonly warnings?: string[];
+  };
+}
+
+export interface MutationResult {
+  readonly review: AdmissionResponse;
+  /** What was decided, for the log: injected, or why not. */
+  readonly decision: string;
+}
+
+/**
+ * Steps: (1) only a Pod with containers; (2) already carrying the sidecar: nothing (a Pod seen
+ * twice, by reinvocation or by both selectors, is patched once); (3) no ConfigMap or Secret
+ * mounted, or the token turned off: nothing, with a warning; (4) otherwise one JSON Patch op
+ * that appends the sidecar to the init containers. Every answer allows the Pod: config-sync
+ * never blocks a Pod from being created.
+ */
+export function mutatePod(review: AdmissionReview, options: SidecarOptions): MutationResult {
+  const uid = review.request?.uid ?? '';
+  const pod = review.request?.object;
+  const allow = (decision: string, extra: Partial<AdmissionResponse['response']> = {}): MutationResult => ({
+    review: {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: { uid, allowed: true, ...extra },
+    },
+    decision,
+  });
+  // (1)
+  if (!pod?.spec || pod.kind !== 'Pod' || !Array.isArray(pod.spec.containers))
+    return allow('not a Pod with containers');
+  const spec = pod.spec;
+  // (2)
+  if (
+    (spec.initContainers ?? []).some((c) => c.name === SIDECAR_NAME) ||
+    spec.containers.some((c) => c.name === SIDECAR_NAME)
+  ) {
+    return allow('already has the sidecar');
+  }
+  // (3)
+  if (spec.automountServiceAccountToken === false) {
+    return allow('token turned off', {
+      warnings: [
+        'config-sync not injected: automountServiceAccountToken is false, so the agent could not reach the API',
+      ],
+    });
+  }
+  const sidecar = sidecarContainer(spec, options);
+  if ((sidecar.volumeMounts ?? []).length === 0) return allow('no ConfigMap or Secret mounted');
+  // (4)
+  const op =
+    spec.initContainers && spec.initContainers.length > 0
+      ? { op: 'add', path: '/spec/initContainers/-', value: sidecar }
+      : { op: 'add', path: '/spec/initContainers', value: [sidecar] };
+  const warnings =
+    (spec.serviceAccountName ?? 'default') === 'default'
+      ? [
+          `config-sync injected, but the Pod runs as ServiceAccount "default": bind config-sync's Role to it or run it as ${options.serviceAccount}`,
+        ]
+      : [];
+  return allow('injected', {
+    patchType: 'JSONPatch',
+    patch: Buffer.from(JSON.stringify([op])).toString('base64'),
+    ...(warnings.length ? { warnings } : {}),
+  });
+}
