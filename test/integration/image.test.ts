@@ -1,0 +1,145 @@
+// The container image, built from deploy/image/Dockerfile with buildah and run: the CLI works
+// as the non-root user, and the agent inside it gets in sync against the test control plane
+// with a read-only config volume. (No Docker engine here; buildah's chroot isolation shares
+// the host network, so 127.0.0.1 is the control plane.)
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
+import { root } from '../cluster/app.ts';
+import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
+import { freeLoopbackPort } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { controlPlane, useNamespace } from './support.ts';
+
+const ns = useNamespace('image');
+const image = `config-sync:${pkg.version}`;
+const containers: string[] = [];
+let agent: ChildProcess | undefined;
+const buildah = (...args: string[]) =>
+  execFileSync('buildah', ['--storage-driver', 'vfs', ...args], { encoding: 'utf8' }).trim();
+
+beforeAll(() => {
+  execFileSync('bash', [path.join(root, 'scripts/ensure-buildah.sh')], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const built = execFileSync('bash', [path.join(root, 'scripts/build-image.sh')], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  expect(built.trim().split('\n').at(-1)).toBe(image);
+}, 300_000);
+
+afterAll(() => {
+  agent?.kill('SIGKILL');
+  // chroot isolation runs the process as a child of buildah: make sure nothing of it is left.
+  spawnSync('pkill', [
+    '-KILL',
+    '-f',
+    `/app/config-sync.js agent --kubeconfig /kc/config --namespace ${ns.name}`,
+  ]);
+  for (const c of containers) buildah('rm', c);
+}, 30_000);
+
+function container(): string {
+  const c = buildah('from', image);
+  containers.push(c);
+  return c;
+}
+
+it('is a non-root image whose entrypoint is the CLI', () => {
+  const config = (
+    JSON.parse(buildah('inspect', '--type', 'image', image)) as { OCIv1: { config: Record<string, unknown> } }
+  ).OCIv1.config;
+  expect(config).toMatchObject({
+    User: '65532:65532',
+    Entrypoint: ['/nodejs/bin/node', '/app/config-sync.js'],
+    Cmd: ['agent'],
+  });
+  const c = container();
+  const out = buildah(
+    'run',
+    '--isolation',
+    'chroot',
+    '--user',
+    '65532:65532',
+    c,
+    '--',
+    '/nodejs/bin/node',
+    '/app/config-sync.js',
+    'version',
+  );
+  expect(out).toBe(
+    `config-sync ${pkg.version} (node v24.21.0, linux/x64)`.replace('v24.21.0', process.version),
+  );
+});
+
+it('runs the agent in sync against the control plane, with a read-only config volume', async () => {
+  await ns.admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+    namespace: ns.name,
+    body: { metadata: { name: 'app' }, data: { 'app.yaml': 'level: info\n' } },
+  });
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'image-'));
+  const mount = path.join(work, 'etc-app');
+  fs.mkdirSync(mount);
+  atomicWrite(mount, configMapPayload({ data: { 'app.yaml': 'level: info\n' } }));
+  fs.mkdirSync(path.join(work, 'kc'));
+  fs.copyFileSync(controlPlane().adminKubeconfig, path.join(work, 'kc/config'));
+  fs.chmodSync(path.join(work, 'kc/config'), 0o644);
+  const port = await freeLoopbackPort();
+
+  const c = container();
+  agent = spawn(
+    'buildah',
+    [
+      '--storage-driver',
+      'vfs',
+      'run',
+      '--isolation',
+      'chroot',
+      '--network',
+      'host',
+      '--user',
+      '65532:65532',
+      '-v',
+      `${mount}:/etc/app:ro`,
+      '-v',
+      `${path.join(work, 'kc')}:/kc:ro`,
+      c,
+      '--',
+      '/nodejs/bin/node',
+      '/app/config-sync.js',
+      'agent',
+      '--kubeconfig',
+      '/kc/config',
+      '--namespace',
+      ns.name,
+      '--watch',
+      '/etc/app=configmap/app',
+      '--listen',
+      `127.0.0.1:${port}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const lines: Record<string, unknown>[] = [];
+  createInterface({ input: agent.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+    try {
+      lines.push(JSON.parse(l) as Record<string, unknown>);
+    } catch {
+      // not a log line
+    }
+  });
+  await waitFor(() => lines.find((l) => l.state === 'InSync'), {
+    what: 'the agent in the image to be InSync',
+    timeoutMs: 60_000,
+  });
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  expect(ready.status).toBe(200);
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  expect(metrics).toMatch(/^config_sync_in_sync 1$/m);
+}, 120_000);
