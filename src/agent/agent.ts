@@ -86,6 +86,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const lastVerdict = new Map<string, string>();
   let lastActionKey = '';
   let loadedHash: string | undefined;
+  let confirmReload: string | undefined;
   let reloadFailedFor: string | undefined;
   let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
@@ -207,6 +208,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       metrics.heals.inc({ action: 'reload', result: 'ok' });
       log.info({ decision: 'reload', how, configHash: current }, 'reloaded the app');
       await event('Reloaded', `${how}, for config ${current}`, 'Normal');
+      // Confirm at once: the next pass re-verifies the files the app was told to load. If they
+      // changed meanwhile, that pass sees it and the usual flow (propagation, reload, fallback) follows.
+      confirmReload = current;
+      wakeup.wake();
       return {};
     } catch (error) {
       reloadFailedFor = current;
@@ -330,6 +335,20 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       }
     }
 
+    if (confirmReload !== undefined) {
+      const still = allInSync && configHash(lookup, rt.sources) === confirmReload;
+      if (still)
+        log.info(
+          { configHash: confirmReload },
+          'reload confirmed: the files still match what the app was told to load',
+        );
+      else
+        log.warn(
+          { configHash: confirmReload },
+          'the files changed while the app reloaded: following the new change',
+        );
+      confirmReload = undefined;
+    }
     let retryAt: number | undefined;
     if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now));
     if (rt.reload && allInSync) ({ retryAt } = await reloadIfChanged(rt.reload, pass.verdicts, now));

@@ -380,6 +380,10 @@ describe('reload mode', () => {
       expect(calls).toEqual([]);
       writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
       await a.waitFor((l) => l.msg === 'reloaded the app', 'the reload');
+      await a.waitFor(
+        (l) => String(l.msg).startsWith('reload confirmed'),
+        'the re-verification after the reload',
+      );
       expect(calls).toEqual(['POST /-/reload']);
       await waitFor(
         async () => (await events(ns.admin, ns.name, pod.name)).find((e) => e.reason === 'Reloaded'),

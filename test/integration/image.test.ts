@@ -61,6 +61,7 @@ it('is a non-root image whose entrypoint is the CLI', () => {
     Entrypoint: ['/nodejs/bin/node', '/app/config-sync.js'],
     Cmd: ['agent'],
   });
+  expect(config.Env).toContain('NODE_OPTIONS=--max-semi-space-size=1');
   const c = container();
   const out = buildah(
     'run',
@@ -72,11 +73,9 @@ it('is a non-root image whose entrypoint is the CLI', () => {
     '--',
     '/nodejs/bin/node',
     '/app/config-sync.js',
-    'version',
+    '--version',
   );
-  expect(out).toBe(
-    `config-sync ${pkg.version} (node v24.21.0, linux/x64)`.replace('v24.21.0', process.version),
-  );
+  expect(out).toBe(`config-sync ${pkg.version} (node ${process.version}, linux/x64)`);
 });
 
 it('runs the agent in sync against the control plane, with a read-only config volume', async () => {
