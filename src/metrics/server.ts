@@ -1,6 +1,7 @@
 // /metrics, /healthz and /readyz on --listen. Liveness is "the loop is turning" (a pass finished
 // recently enough); readiness is "the first full compare is done".
 import http from 'node:http';
+import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ConfigSyncError } from '../errors.ts';
 import type { AgentMetrics } from './metrics.ts';
@@ -21,13 +22,33 @@ export function parseListen(raw: string): { host: string; port: number } {
   return { host: m[1] ?? m[2] ?? '', port };
 }
 
+/** Starts `server` on a --listen address, or fails with an error that says what to do. */
+export async function listenOn(server: http.Server | https.Server, listen: string): Promise<void> {
+  const { host, port } = parseListen(listen);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error) =>
+      reject(
+        new ConfigSyncError(
+          'CS_CONFIG_LISTEN',
+          'config',
+          `cannot listen on ${listen}: ${(error as NodeJS.ErrnoException).code}`,
+          {
+            hint: 'choose another --listen port, or stop what holds it',
+            cause: error,
+          },
+        ),
+      ),
+    );
+    server.listen(port, host || undefined, resolve);
+  });
+}
+
 export async function startHttpServer(
   listen: string,
   metrics: AgentMetrics,
   health: Health,
   signal: AbortSignal,
 ): Promise<{ address: string; closed: Promise<void> }> {
-  const { host, port } = parseListen(listen);
   const server = http.createServer((req, res) => {
     const url = req.url ?? '/';
     if (url === '/metrics') {
@@ -49,22 +70,7 @@ export async function startHttpServer(
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) =>
-      reject(
-        new ConfigSyncError(
-          'CS_CONFIG_LISTEN',
-          'config',
-          `cannot listen on ${listen}: ${(error as NodeJS.ErrnoException).code}`,
-          {
-            hint: 'choose another --listen port, or stop what holds it',
-            cause: error,
-          },
-        ),
-      ),
-    );
-    server.listen(port, host || undefined, resolve);
-  });
+  await listenOn(server, listen);
   const closed = new Promise<void>((resolve) => {
     signal.addEventListener('abort', () => server.close(() => resolve()), { once: true });
   });

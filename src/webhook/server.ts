@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { ConfigSyncError } from '../errors.ts';
 import type { SidecarOptions } from '../inject/sidecar.ts';
-import { parseListen } from '../metrics/server.ts';
+import { listenOn } from '../metrics/server.ts';
 import { statSignature } from '../watch/file-watch.ts';
 import { type AdmissionReview, mutatePod } from './mutate.ts';
 
@@ -94,22 +94,7 @@ export async function startWebhook(
     }
   }, options.certPollMs);
 
-  const { host, port } = parseListen(options.listen);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error) =>
-      reject(
-        new ConfigSyncError(
-          'CS_CONFIG_LISTEN',
-          'config',
-          `cannot listen on ${options.listen}: ${(error as NodeJS.ErrnoException).code}`,
-          {
-            hint: 'choose another --listen port',
-          },
-        ),
-      ),
-    );
-    server.listen(port, host || undefined, resolve);
-  });
+  await listenOn(server, options.listen);
   const closed = new Promise<void>((resolve) => {
     signal.addEventListener(
       'abort',

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import type { ControlPlaneInfo } from './control-plane.ts';
 import { createServiceAccountIdentity } from './identities.ts';
-import { layInClusterDir } from './in-cluster.ts';
+import { layInClusterDir, podEnv } from './in-cluster.ts';
 import { atomicWrite, configMapPayload } from './kubelet-volume.ts';
 import { waitFor } from './wait.ts';
 
@@ -142,15 +142,7 @@ export async function prepareAgentPod(
     name,
     uid,
     mountRoot,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: mountRoot,
-      ...layout.env,
-      CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-      POD_NAMESPACE: namespace,
-      POD_NAME: name,
-      CONFIG_SYNC_MOUNT_ROOT: mountRoot,
-    },
+    env: { ...podEnv(layout, namespace, name), HOME: mountRoot, CONFIG_SYNC_MOUNT_ROOT: mountRoot },
   };
 }
 

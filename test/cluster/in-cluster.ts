@@ -35,6 +35,21 @@ export function layInClusterDir(root: string, info: ControlPlaneInfo, spec: InCl
   };
 }
 
+/**
+ * The environment of a process in that Pod: the in-cluster variables, the laid-out
+ * service-account directory, and the downward-API POD_NAMESPACE / POD_NAME.
+ */
+export function podEnv(layout: InClusterLayout, namespace: string, podName: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: layout.root,
+    ...layout.env,
+    CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
+    POD_NAMESPACE: namespace,
+    POD_NAME: podName,
+  };
+}
+
 /** Replaces the token (and the rest) the way kubelet does when it rotates a projected token. */
 export function rotateInClusterToken(
   layout: InClusterLayout,

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverTargets } from '../../src/discover/targets.ts';
 import { root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
-import { layInClusterDir } from '../cluster/in-cluster.ts';
+import { layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
@@ -102,14 +102,7 @@ describe('kubectl apply -k deploy/sidecar into a Pod Security "restricted" names
     });
     const res = spawnSync(process.execPath, [path.join(root, 'bin/config-sync.js'), 'doctor'], {
       encoding: 'utf8',
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: layout.root,
-        ...layout.env,
-        CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-        POD_NAMESPACE: ns.name,
-        POD_NAME: name,
-      },
+      env: podEnv(layout, ns.name, name),
     });
     expect(res.stdout.split('\n')[0]).toBe(
       `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (13 permissions checked)`,

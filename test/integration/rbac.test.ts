@@ -18,7 +18,7 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import { resolveScope } from '../../src/kube/scope.ts';
 import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
-import { type InClusterLayout, layInClusterDir } from '../cluster/in-cluster.ts';
+import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, rejection, useNamespace } from './support.ts';
 import { applyRbac } from './support-app.ts';
@@ -121,14 +121,7 @@ describe('with exactly the shipped grants', () => {
   it('doctor, run as the agent in its pod, finds everything it needs', () => {
     const res = spawnSync(process.execPath, [bin, 'doctor'], {
       encoding: 'utf8',
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: layout.root,
-        ...layout.env,
-        CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-        POD_NAMESPACE: ns.name,
-        POD_NAME: webPod.name,
-      },
+      env: podEnv(layout, ns.name, webPod.name),
     });
     expect(res.stdout.split('\n')[0]).toBe(
       `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (13 permissions checked)`,

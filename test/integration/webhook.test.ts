@@ -12,6 +12,7 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  type V1MutatingWebhook,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,55 +138,45 @@ beforeAll(async () => {
       'config-sync.io/inject=enabled',
     ]).status,
   ).toBe(0);
+  // The shipped registration's two entries (namespace label, or Pod label outside labelled
+  // namespaces), with a URL on 127.0.0.1 instead of the in-cluster Service.
+  const entry = (
+    name: string,
+    selectors: Pick<V1MutatingWebhook, 'namespaceSelector' | 'objectSelector'>,
+  ): V1MutatingWebhook => ({
+    name,
+    admissionReviewVersions: ['v1'],
+    sideEffects: 'None',
+    failurePolicy: 'Ignore',
+    timeoutSeconds: 5,
+    clientConfig: {
+      url: `https://127.0.0.1:${port}/mutate`,
+      caBundle: fs.readFileSync(cert).toString('base64'),
+    },
+    rules: [
+      {
+        operations: ['CREATE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['pods'],
+        scope: 'Namespaced',
+      },
+    ],
+    ...selectors,
+  });
   await labelled.admin.makeApiClient(AdmissionregistrationV1Api).createMutatingWebhookConfiguration({
     body: {
       metadata: { name: configName },
       webhooks: [
-        {
-          name: 'namespace.inject.config-sync.io',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
-          failurePolicy: 'Ignore',
-          timeoutSeconds: 5,
-          clientConfig: {
-            url: `https://127.0.0.1:${port}/mutate`,
-            caBundle: fs.readFileSync(cert).toString('base64'),
-          },
-          rules: [
-            {
-              operations: ['CREATE'],
-              apiGroups: [''],
-              apiVersions: ['v1'],
-              resources: ['pods'],
-              scope: 'Namespaced',
-            },
-          ],
+        entry('namespace.inject.config-sync.io', {
           namespaceSelector: { matchLabels: { 'config-sync.io/inject': 'enabled' } },
-        },
-        {
-          name: 'workload.inject.config-sync.io',
-          admissionReviewVersions: ['v1'],
-          sideEffects: 'None',
-          failurePolicy: 'Ignore',
-          timeoutSeconds: 5,
-          clientConfig: {
-            url: `https://127.0.0.1:${port}/mutate`,
-            caBundle: fs.readFileSync(cert).toString('base64'),
-          },
-          rules: [
-            {
-              operations: ['CREATE'],
-              apiGroups: [''],
-              apiVersions: ['v1'],
-              resources: ['pods'],
-              scope: 'Namespaced',
-            },
-          ],
+        }),
+        entry('workload.inject.config-sync.io', {
           namespaceSelector: {
             matchExpressions: [{ key: 'config-sync.io/inject', operator: 'NotIn', values: ['enabled'] }],
           },
           objectSelector: { matchLabels: { 'config-sync.io/inject': 'enabled' } },
-        },
+        }),
       ],
     },
   });
