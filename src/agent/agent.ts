@@ -10,6 +10,7 @@
 //  (4) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
 import type { Logger } from 'pino';
+import { targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ANNOTATION, type Plan } from '../heal/planner.ts';
 import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.ts';
@@ -290,11 +291,15 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     memory = pass.memory;
     metrics.duration.observe((performance.now() - t0) / 1000);
     const drifted = pass.verdicts.filter((v) => v.state === 'Drifted' || v.state === 'Missing');
+    // A source counts as mismatched in this pass when any target that reads it drifted.
+    const driftedTargets = new Set(drifted.map((v) => v.target));
+    const driftedSources = new Set(
+      rt.targets.filter((t) => driftedTargets.has(targetId(t))).flatMap((t) => targetSources(t).map(refKey)),
+    );
     for (const ref of rt.sources) {
       const labels = { namespace: rt.namespace, kind: ref.kind, name: ref.name };
       metrics.checks.inc(labels);
-      const uses = (v: Verdict) => rt.targets.some((t) => targetUses(t, ref) && v.target === targetId(t));
-      if (drifted.some(uses)) metrics.mismatches.inc(labels);
+      if (driftedSources.has(refKey(ref))) metrics.mismatches.inc(labels);
     }
     const allInSync = pass.verdicts.every((v) => v.state === 'InSync');
     metrics.inSync.set(allInSync ? 1 : 0);
@@ -428,10 +433,4 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     live: () => clock() - lastPassAt < options.resyncMs * 3 + 30_000,
     done,
   };
-}
-
-function targetUses(target: Runtime['targets'][number], ref: { kind: string; name: string }): boolean {
-  return target.type === 'volume'
-    ? target.sources.some((s) => s.ref.kind === ref.kind && s.ref.name === ref.name)
-    : target.ref.kind === ref.kind && target.ref.name === ref.name;
 }

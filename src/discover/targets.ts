@@ -230,11 +230,15 @@ export function discoverTargets(pod: V1Pod, options: DiscoverOptions): Discovery
 }
 
 /** Every distinct ConfigMap and Secret the targets reference, sorted. */
+/** The ConfigMaps and Secrets one target reads. */
+export function targetSources(target: Target): SourceRef[] {
+  return target.type === 'volume' ? target.sources.map((s) => s.ref) : [target.ref];
+}
+
 export function referencedSources(targets: readonly Target[]): SourceRef[] {
   const seen = new Map<string, SourceRef>();
   for (const t of targets) {
-    const refs = t.type === 'volume' ? t.sources.map((s) => s.ref) : [t.ref];
-    for (const ref of refs) seen.set(`${ref.kind}/${ref.name}`, ref);
+    for (const ref of targetSources(t)) seen.set(`${ref.kind}/${ref.name}`, ref);
   }
   return [...seen.values()].sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
 }

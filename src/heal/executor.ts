@@ -3,6 +3,7 @@
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { WORKLOAD_RESOURCE } from '../kube/resources.ts';
 import { ANNOTATION, type Plan } from './planner.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -48,9 +49,7 @@ export async function restartWorkload(
     return 'restarted';
   } catch (error) {
     if ((error as { code?: number }).code === 409) return 'conflict';
-    const resource = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' }[
-      w.kind
-    ];
+    const resource = WORKLOAD_RESOURCE[w.kind];
     throw explainApiError(
       error,
       { verb: 'patch', resource, group: 'apps', namespace, name: w.name },

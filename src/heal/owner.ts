@@ -4,9 +4,11 @@
 import { AppsV1Api, type V1ObjectMeta, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { WORKLOAD_RESOURCE } from '../kube/resources.ts';
 import type { OwnerState, WorkloadKind } from './planner.ts';
 
-function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference | undefined {
+/** The owner reference marked as controller, if any. */
+export function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference | undefined {
   return meta?.ownerReferences?.find((r) => r.controller);
 }
 
@@ -17,7 +19,7 @@ export async function readWorkload(
   name: string,
 ): Promise<OwnerState> {
   const apps = client.api(AppsV1Api);
-  const resource = { Deployment: 'deployments', StatefulSet: 'statefulsets', DaemonSet: 'daemonsets' }[kind];
+  const resource = WORKLOAD_RESOURCE[kind];
   try {
     const obj =
       kind === 'Deployment'

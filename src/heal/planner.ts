@@ -4,7 +4,10 @@
 import type { Verdict } from '../verify/verdict.ts';
 
 export type HealMode = 'restart' | 'alert-only';
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+
+import type { WorkloadKind } from '../kube/resources.ts';
+
+export type { WorkloadKind };
 
 export const ANNOTATION = {
   configHash: 'config-sync.io/config-hash',

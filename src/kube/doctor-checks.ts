@@ -6,11 +6,11 @@ import {
   AuthenticationV1Api,
   AuthorizationV1Api,
   CoreV1Api,
-  type V1OwnerReference,
   VersionApi,
 } from '@kubernetes/client-node';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
+import { controllerOf } from '../heal/owner.ts';
 import { type ApiRequest, describeRequest, explainApiError } from './api-errors.ts';
 import type { KubeClient } from './client.ts';
 import { type AccessNeed, requiredAccess, type WorkloadKind } from './permissions.ts';
@@ -148,14 +148,14 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
       for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
-      const owner = controllerOf(pod.metadata?.ownerReferences);
+      const owner = controllerOf(pod.metadata);
       if (owner) {
         ownerChain.push(`${owner.kind} ${owner.name}`);
         if (owner.kind === 'ReplicaSet') {
           replicaSet = owner.name;
           try {
             const rs = await client.api(AppsV1Api).readNamespacedReplicaSet({ name: owner.name, namespace });
-            const top = controllerOf(rs.metadata?.ownerReferences);
+            const top = controllerOf(rs.metadata);
             if (top) ownerChain.push(`${top.kind} ${top.name}`);
             if (top?.kind === 'Deployment') workload = { kind: 'Deployment', name: top.name };
           } catch (error) {
@@ -259,8 +259,4 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     access,
     problems,
   };
-}
-
-function controllerOf(refs: readonly V1OwnerReference[] | undefined): V1OwnerReference | undefined {
-  return refs?.find((r) => r.controller) ?? undefined;
 }

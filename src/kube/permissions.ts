@@ -9,6 +9,9 @@
 // cannot name an object that does not exist yet. Patching only its *own* Pod is enforced by the
 // ValidatingAdmissionPolicy in deploy/sidecar instead (RBAC cannot express it).
 import type { SourceRef } from '../discover/targets.ts';
+import { SOURCE_RESOURCE, WORKLOAD_RESOURCE, type WorkloadKind } from './resources.ts';
+
+export type { WorkloadKind };
 
 export interface AccessNeed {
   readonly verb: string;
@@ -23,8 +26,6 @@ export interface AccessNeed {
   readonly why: string;
 }
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
-
 export interface AccessContext {
   readonly namespace: string;
   readonly podName?: string;
@@ -33,12 +34,6 @@ export interface AccessContext {
   readonly replicaSet?: string;
   readonly workload?: { readonly kind: WorkloadKind; readonly name: string };
 }
-
-const WORKLOAD_RESOURCE: Record<WorkloadKind, string> = {
-  Deployment: 'deployments',
-  StatefulSet: 'statefulsets',
-  DaemonSet: 'daemonsets',
-};
 
 export function requiredAccess(ctx: AccessContext): AccessNeed[] {
   const { namespace } = ctx;
@@ -73,7 +68,7 @@ export function requiredAccess(ctx: AccessContext): AccessNeed[] {
   });
   need({ verb: 'create', group: '', resource: 'events', pinName: false, why: 'emit Events on its Pod' });
   for (const ref of ctx.sources) {
-    const resource = ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+    const resource = SOURCE_RESOURCE[ref.kind];
     for (const verb of ['get', 'list', 'watch']) {
       need({
         verb,

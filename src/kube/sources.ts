@@ -3,9 +3,10 @@
 // changes through watches (src/watch/api-watch.ts).
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { SourceRef } from '../discover/targets.ts';
-import { type SourceState, snapshotConfigMap, snapshotSecret } from '../verify/source.ts';
+import { type SourceState, snapshotSource } from '../verify/source.ts';
 import { explainApiError } from './api-errors.ts';
 import type { KubeClient } from './client.ts';
+import { SOURCE_RESOURCE } from './resources.ts';
 
 export async function readSource(
   client: KubeClient,
@@ -14,14 +15,15 @@ export async function readSource(
 ): Promise<SourceState> {
   const core = client.api(CoreV1Api);
   try {
-    const snapshot =
+    const obj =
       ref.kind === 'ConfigMap'
-        ? snapshotConfigMap(await core.readNamespacedConfigMap({ name: ref.name, namespace }))
-        : snapshotSecret(await core.readNamespacedSecret({ name: ref.name, namespace }));
+        ? await core.readNamespacedConfigMap({ name: ref.name, namespace })
+        : await core.readNamespacedSecret({ name: ref.name, namespace });
+    const snapshot = snapshotSource(ref, obj);
     return { state: 'present', snapshot };
   } catch (error) {
     if ((error as { code?: number }).code === 404) return { state: 'absent', ref };
-    const resource = ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+    const resource = SOURCE_RESOURCE[ref.kind];
     const explained = explainApiError(
       error,
       { verb: 'get', resource, namespace, name: ref.name },

@@ -88,6 +88,13 @@ function snapshot(
   };
 }
 
+/** A ConfigMap or Secret, by the kind its reference names. */
+export function snapshotSource(ref: SourceRef, obj: V1ConfigMap | V1Secret, seenAt?: number): SourceSnapshot {
+  return ref.kind === 'ConfigMap'
+    ? snapshotConfigMap(obj as V1ConfigMap, seenAt)
+    : snapshotSecret(obj as V1Secret, seenAt);
+}
+
 export function refKey(ref: SourceRef): string {
   return `${ref.kind}/${ref.name}`;
 }

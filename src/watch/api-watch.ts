@@ -23,7 +23,8 @@ import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type SourceState, snapshotConfigMap, snapshotSecret } from '../verify/source.ts';
+import { SOURCE_RESOURCE } from '../kube/resources.ts';
+import { type SourceState, snapshotSource } from '../verify/source.ts';
 
 export interface SourceWatchEvents {
   onState(state: SourceState): void;
@@ -60,18 +61,13 @@ export class SourceWatch {
   }
 
   private get path(): string {
-    const plural = this.ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
-    return `/api/v1/namespaces/${this.namespace}/${plural}`;
+    return `/api/v1/namespaces/${this.namespace}/${SOURCE_RESOURCE[this.ref.kind]}`;
   }
 
+  /** A watch event's object: its change time includes when the agent saw it. */
   private toState(obj: V1ConfigMap | V1Secret | undefined): SourceState {
     if (!obj) return { state: 'absent', ref: this.ref };
-    const seenAt = this.clock();
-    const snapshot =
-      this.ref.kind === 'ConfigMap'
-        ? snapshotConfigMap(obj as V1ConfigMap, seenAt)
-        : snapshotSecret(obj as V1Secret, seenAt);
-    return { state: 'present', snapshot };
+    return { state: 'present', snapshot: snapshotSource(this.ref, obj, this.clock()) };
   }
 
   // (1)
@@ -86,9 +82,13 @@ export class SourceWatch {
       this.resourceVersion = list.metadata?.resourceVersion;
       const item = list.items[0];
       // The first list reports the object as it is; its changedAt comes from the API alone.
-      this.events.onState(item ? this.snapshotAsListed(item) : { state: 'absent', ref: this.ref });
+      this.events.onState(
+        item
+          ? { state: 'present', snapshot: snapshotSource(this.ref, item) }
+          : { state: 'absent', ref: this.ref },
+      );
     } catch (error) {
-      const resource = this.ref.kind === 'ConfigMap' ? 'configmaps' : 'secrets';
+      const resource = SOURCE_RESOURCE[this.ref.kind];
       const explained = explainApiError(
         error,
         { verb: 'list', resource, namespace: this.namespace, name: this.ref.name },
@@ -101,12 +101,6 @@ export class SourceWatch {
       });
       throw explained;
     }
-  }
-
-  private snapshotAsListed(obj: V1ConfigMap | V1Secret): SourceState {
-    const snapshot =
-      this.ref.kind === 'ConfigMap' ? snapshotConfigMap(obj as V1ConfigMap) : snapshotSecret(obj as V1Secret);
-    return { state: 'present', snapshot };
   }
 
   /** One watch connection, from the last known version; resolves when the server closes it. */
