@@ -2,7 +2,7 @@
 // its own Pod, the targets, and the settings that shape decisions. Built once per process.
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { type Settings, scopeFlags } from '../cli/settings.ts';
 import {
   DEFAULT_VOLUME_MODE,
@@ -17,6 +17,7 @@ import { ANNOTATION, type HealPolicy } from '../heal/planner.ts';
 import type { ReloadTrigger } from '../heal/reload.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { resourcePath } from '../kube/resources.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import type { VerifyPolicy } from '../verify/verdict.ts';
@@ -69,7 +70,7 @@ export async function openRuntime(
   settings: Settings,
   env: NodeJS.ProcessEnv,
 ): Promise<Runtime> {
-  const facts = gatherScopeFacts(scopeFlags(settings), env);
+  const facts = await gatherScopeFacts(scopeFlags(settings), env);
   const scope = resolveScope(facts, 'agent');
   const namespace = scope.namespace?.value as string;
   const client = createKubeClient(scope);
@@ -123,7 +124,7 @@ export async function openRuntime(
   const podName = settings.string('pod')?.value;
   if (podName) {
     try {
-      pod = await client.api(CoreV1Api).readNamespacedPod({ name: podName, namespace });
+      pod = await client.get<V1Pod>(resourcePath({ resource: 'pods', namespace, name: podName }));
     } catch (error) {
       throw explainApiError(error, { verb: 'get', resource: 'pods', namespace, name: podName }, scope);
     }

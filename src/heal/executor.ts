@@ -1,12 +1,9 @@
 // Carries out a Plan: the restart patch and the Events. Decides nothing: a conflict is returned
 // for the caller to re-read and re-plan (controller-runtime style), never retried blindly.
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { WORKLOAD_RESOURCE } from '../kube/resources.ts';
+import { resourcePath, WORKLOAD_RESOURCE } from '../kube/resources.ts';
 import { ANNOTATION, type Plan } from './planner.ts';
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 export type RestartOutcome = 'restarted' | 'conflict';
 
@@ -39,17 +36,12 @@ export async function restartWorkload(
       },
     },
   };
-  const apps = client.api(AppsV1Api);
+  const resource = WORKLOAD_RESOURCE[w.kind];
   try {
-    if (w.kind === 'Deployment')
-      await apps.patchNamespacedDeployment({ name: w.name, namespace, body }, mergePatch);
-    else if (w.kind === 'StatefulSet')
-      await apps.patchNamespacedStatefulSet({ name: w.name, namespace, body }, mergePatch);
-    else await apps.patchNamespacedDaemonSet({ name: w.name, namespace, body }, mergePatch);
+    await client.patch(resourcePath({ group: 'apps', resource, namespace, name: w.name }), body, 'merge');
     return 'restarted';
   } catch (error) {
     if ((error as { code?: number }).code === 409) return 'conflict';
-    const resource = WORKLOAD_RESOURCE[w.kind];
     throw explainApiError(
       error,
       { verb: 'patch', resource, group: 'apps', namespace, name: w.name },
@@ -86,27 +78,24 @@ export async function emitEvent(
   now: Date,
 ): Promise<void> {
   try {
-    await client.api(CoreV1Api).createNamespacedEvent({
-      namespace: pod.namespace,
-      body: {
-        metadata: { generateName: `${pod.name}.config-sync.`, namespace: pod.namespace },
-        involvedObject: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          name: pod.name,
-          namespace: pod.namespace,
-          uid: pod.uid,
-        },
-        reason,
-        message: message.slice(0, 1024),
-        type,
-        source: { component: 'config-sync' },
-        reportingComponent: 'config-sync.io/agent',
-        reportingInstance: pod.name,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
+    await client.create(resourcePath({ resource: 'events', namespace: pod.namespace }), {
+      metadata: { generateName: `${pod.name}.config-sync.`, namespace: pod.namespace },
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        name: pod.name,
+        namespace: pod.namespace,
+        uid: pod.uid,
       },
+      reason,
+      message: message.slice(0, 1024),
+      type,
+      source: { component: 'config-sync' },
+      reportingComponent: 'config-sync.io/agent',
+      reportingInstance: pod.name,
+      firstTimestamp: now.toISOString(),
+      lastTimestamp: now.toISOString(),
+      count: 1,
     });
   } catch (error) {
     throw explainApiError(

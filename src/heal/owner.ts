@@ -1,10 +1,18 @@
 // Finds the workload that owns a Pod: Pod -> ReplicaSet -> Deployment, or a StatefulSet or
 // DaemonSet directly. Anything else (a Job, a bare Pod, a custom controller) is reported and
 // never touched.
-import { AppsV1Api, type V1ObjectMeta, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import type {
+  V1DaemonSet,
+  V1Deployment,
+  V1ObjectMeta,
+  V1OwnerReference,
+  V1Pod,
+  V1ReplicaSet,
+  V1StatefulSet,
+} from '@kubernetes/client-node';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { WORKLOAD_RESOURCE } from '../kube/resources.ts';
+import { resourcePath, WORKLOAD_RESOURCE } from '../kube/resources.ts';
 import type { OwnerState, WorkloadKind } from './planner.ts';
 
 /** The owner reference marked as controller, if any. */
@@ -18,15 +26,11 @@ export async function readWorkload(
   kind: WorkloadKind,
   name: string,
 ): Promise<OwnerState> {
-  const apps = client.api(AppsV1Api);
   const resource = WORKLOAD_RESOURCE[kind];
   try {
-    const obj =
-      kind === 'Deployment'
-        ? await apps.readNamespacedDeployment({ name, namespace })
-        : kind === 'StatefulSet'
-          ? await apps.readNamespacedStatefulSet({ name, namespace })
-          : await apps.readNamespacedDaemonSet({ name, namespace });
+    const obj = await client.get<V1Deployment | V1StatefulSet | V1DaemonSet>(
+      resourcePath({ group: 'apps', resource, namespace, name }),
+    );
     return {
       type: 'workload',
       workload: {
@@ -54,7 +58,11 @@ export async function findOwner(
   if (owner.kind !== 'ReplicaSet') return { unsupported: `${owner.kind} ${owner.name}` };
   let rsMeta: V1ObjectMeta | undefined;
   try {
-    rsMeta = (await client.api(AppsV1Api).readNamespacedReplicaSet({ name: owner.name, namespace })).metadata;
+    rsMeta = (
+      await client.get<V1ReplicaSet>(
+        resourcePath({ group: 'apps', resource: 'replicasets', namespace, name: owner.name }),
+      )
+    ).metadata;
   } catch (error) {
     throw explainApiError(
       error,

@@ -1,9 +1,8 @@
 // Turns a failed Kubernetes API request into a ConfigSyncError a person can act on: which verb
 // on which resource in which namespace was refused, for whom, and the likely fix.
 //
-// Only the API's Status `reason`/`message` are used, never the raw response body or client-node's
-// own message (which embeds headers and body): no object content, and so no ConfigMap or Secret
-// value, can reach a log or a terminal through an error.
+// Only the API's Status `reason`/`message` are used, never a raw response body: no object
+// content, and so no ConfigMap or Secret value, can reach a log or a terminal through an error.
 import { ConfigSyncError } from '../errors.ts';
 import type { Scope } from './scope.ts';
 
@@ -45,6 +44,9 @@ const NETWORK_CODES = new Set([
   'ETIMEDOUT',
   'EAI_AGAIN',
 ]);
+
+/** OpenSSL verification failures whose names do not say CERT. */
+const TLS_CODES = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'CERT_HAS_EXPIRED', 'HOSTNAME_MISMATCH']);
 
 function networkCode(error: unknown): string | undefined {
   for (let e: unknown = error; e && typeof e === 'object'; e = (e as { cause?: unknown }).cause) {
@@ -142,7 +144,10 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
       },
     );
   }
-  if (net?.startsWith('ERR_TLS') || net?.includes('CERT') || net === 'DEPTH_ZERO_SELF_SIGNED_CERT') {
+  if (
+    net &&
+    (net.startsWith('ERR_TLS') || net.startsWith('ERR_SSL') || net.includes('CERT') || TLS_CODES.has(net))
+  ) {
     return new ConfigSyncError('CS_API_TLS', 'api', `TLS to ${server} failed (${net}) for ${what}`, {
       hint: `the CA comes from ${scope.cluster.source}; it must sign the server's certificate`,
       details: { ...details, network: net },

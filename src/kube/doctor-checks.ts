@@ -1,12 +1,12 @@
 // The checks behind `config-sync doctor`: everything it asks the API, gathered into one plain
 // report (formatted by src/cli/doctor-format.ts). Each check that fails becomes a problem in the
 // report instead of an exception, so one run shows everything wrong at once.
-import {
-  AppsV1Api,
-  AuthenticationV1Api,
-  AuthorizationV1Api,
-  CoreV1Api,
-  VersionApi,
+import type {
+  V1Pod,
+  V1ReplicaSet,
+  V1SelfSubjectAccessReview,
+  V1SelfSubjectReview,
+  VersionInfo,
 } from '@kubernetes/client-node';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
@@ -14,6 +14,7 @@ import { controllerOf } from '../heal/owner.ts';
 import { type ApiRequest, describeRequest, explainApiError } from './api-errors.ts';
 import type { KubeClient } from './client.ts';
 import { type AccessNeed, requiredAccess, type WorkloadKind } from './permissions.ts';
+import { resourcePath } from './resources.ts';
 import type { Scope, Sourced } from './scope.ts';
 
 export interface Problem {
@@ -87,7 +88,10 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   // (1)
   let identity: DoctorReport['identity'];
   try {
-    const review = await client.api(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+    const review = await client.create<V1SelfSubjectReview>(
+      resourcePath({ group: 'authentication.k8s.io', resource: 'selfsubjectreviews' }),
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    );
     const u = review.status?.userInfo ?? {};
     identity = { username: u.username ?? '', groups: u.groups ?? [], extra: u.extra ?? {} };
   } catch (error) {
@@ -106,7 +110,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   // (2)
   let serverVersion: string | undefined;
   try {
-    serverVersion = (await client.api(VersionApi).getCode()).gitVersion;
+    serverVersion = (await client.get<VersionInfo>('/version')).gitVersion;
   } catch (error) {
     problems.push(problemOf(explainApiError(error, { verb: 'get', resource: '/version' }, scope)));
   }
@@ -144,7 +148,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   if (input.pod) {
     const podName = input.pod.value;
     try {
-      const pod = await client.api(CoreV1Api).readNamespacedPod({ name: podName, namespace });
+      const pod = await client.get<V1Pod>(resourcePath({ resource: 'pods', namespace, name: podName }));
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
       for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
@@ -154,7 +158,9 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
         if (owner.kind === 'ReplicaSet') {
           replicaSet = owner.name;
           try {
-            const rs = await client.api(AppsV1Api).readNamespacedReplicaSet({ name: owner.name, namespace });
+            const rs = await client.get<V1ReplicaSet>(
+              resourcePath({ group: 'apps', resource: 'replicasets', namespace, name: owner.name }),
+            );
             const top = controllerOf(rs.metadata);
             if (top) ownerChain.push(`${top.kind} ${top.name}`);
             if (top?.kind === 'Deployment') workload = { kind: 'Deployment', name: top.name };
@@ -199,21 +205,21 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     ...(replicaSet ? { replicaSet } : {}),
     ...(workload ? { workload } : {}),
   });
-  const authz = client.api(AuthorizationV1Api);
+  const reviews = resourcePath({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews' });
   const access = await Promise.all(
     needs.map(async (need): Promise<CheckedNeed> => {
       try {
-        const review = await authz.createSelfSubjectAccessReview({
-          body: {
-            spec: {
-              resourceAttributes: {
-                namespace: need.namespace,
-                verb: need.verb,
-                group: need.group,
-                resource: need.resource,
-                ...(need.subresource ? { subresource: need.subresource } : {}),
-                ...(need.name ? { name: need.name } : {}),
-              },
+        const review = await client.create<V1SelfSubjectAccessReview>(reviews, {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: {
+            resourceAttributes: {
+              namespace: need.namespace,
+              verb: need.verb,
+              group: need.group,
+              resource: need.resource,
+              ...(need.subresource ? { subresource: need.subresource } : {}),
+              ...(need.name ? { name: need.name } : {}),
             },
           },
         });

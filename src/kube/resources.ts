@@ -14,3 +14,26 @@ export const SOURCE_RESOURCE: Readonly<Record<SourceKind, string>> = {
   ConfigMap: 'configmaps',
   Secret: 'secrets',
 };
+
+export interface ResourceRef {
+  /** API group; '' (or absent) for core. */
+  readonly group?: string;
+  /** API version; v1 unless given. */
+  readonly version?: string;
+  /** Plural resource. */
+  readonly resource: string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly subresource?: string;
+}
+
+/** The REST path of a resource, a collection or an object: `/apis/apps/v1/namespaces/x/deployments/y`. */
+export function resourcePath(ref: ResourceRef): string {
+  const version = ref.version ?? 'v1';
+  const parts = [ref.group ? `/apis/${ref.group}/${version}` : `/api/${version}`];
+  if (ref.namespace !== undefined) parts.push('namespaces', encodeURIComponent(ref.namespace));
+  parts.push(ref.resource);
+  if (ref.name !== undefined) parts.push(encodeURIComponent(ref.name));
+  if (ref.subresource !== undefined) parts.push(ref.subresource);
+  return parts.join('/');
+}

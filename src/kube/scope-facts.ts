@@ -1,10 +1,11 @@
 // Gathers what resolveScope decides on: flags, environment, the service-account directory and
 // every kubeconfig source that is set or present. The only module of the scope that reads files.
+// Kubeconfigs are read by client-node (kubeconfig-view.ts), imported only when one is set or
+// present: in a Pod there is none, and the agent does not load client-node at all.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { KubeConfig, type User } from '@kubernetes/client-node';
-import type { CredentialKind, KubeconfigView, LoadedKubeconfig, ScopeFacts, Sourced } from './scope.ts';
+import type { LoadedKubeconfig, ScopeFacts, Sourced } from './scope.ts';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -16,14 +17,21 @@ export interface ScopeFlags {
   readonly serviceAccountDir?: string | undefined;
 }
 
-export function gatherScopeFacts(flags: ScopeFlags, env: NodeJS.ProcessEnv = process.env): ScopeFacts {
+export async function gatherScopeFacts(
+  flags: ScopeFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ScopeFacts> {
   const serviceAccountDir = flags.serviceAccountDir ?? DEFAULT_SERVICE_ACCOUNT_DIR;
   const homeKubeconfigPath = path.join(env.HOME ?? os.homedir(), '.kube', 'config');
   const kubeconfigs: { flag?: LoadedKubeconfig; env?: LoadedKubeconfig; home?: LoadedKubeconfig } = {};
-  if (flags.kubeconfig !== undefined) kubeconfigs.flag = loadKubeconfig([flags.kubeconfig.value], false);
-  if (env.KUBECONFIG)
-    kubeconfigs.env = loadKubeconfig(env.KUBECONFIG.split(path.delimiter).filter(Boolean), true);
-  if (fs.existsSync(homeKubeconfigPath)) kubeconfigs.home = loadKubeconfig([homeKubeconfigPath], false);
+  const hasHome = fs.existsSync(homeKubeconfigPath);
+  if (flags.kubeconfig !== undefined || env.KUBECONFIG || hasHome) {
+    const { loadKubeconfig } = await import('./kubeconfig-view.ts');
+    if (flags.kubeconfig !== undefined) kubeconfigs.flag = loadKubeconfig([flags.kubeconfig.value], false);
+    if (env.KUBECONFIG)
+      kubeconfigs.env = loadKubeconfig(env.KUBECONFIG.split(path.delimiter).filter(Boolean), true);
+    if (hasHome) kubeconfigs.home = loadKubeconfig([homeKubeconfigPath], false);
+  }
 
   return {
     flags: {
@@ -61,55 +69,4 @@ function readIfExists(file: string): string | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-}
-
-/**
- * Reads one kubeconfig, or a KUBECONFIG list merged as kubectl merges it: files that do not exist
- * are skipped (only in a list), and for every name and for current-context the first file that
- * sets it wins.
- */
-export function loadKubeconfig(files: readonly string[], isList: boolean): LoadedKubeconfig {
-  const used: string[] = [];
-  const view = {
-    files: used,
-    currentContext: undefined as string | undefined,
-    contexts: {} as Record<string, KubeconfigView['contexts'][string]>,
-    clusters: {} as Record<string, KubeconfigView['clusters'][string]>,
-    users: {} as Record<string, KubeconfigView['users'][string]>,
-  };
-  for (const file of files) {
-    if (isList && !fs.existsSync(file)) continue;
-    const kc = new KubeConfig();
-    try {
-      kc.loadFromFile(file);
-    } catch (error) {
-      const reason =
-        (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
-      return { ok: false, path: file, reason: `${file}: ${reason}` };
-    }
-    used.push(file);
-    view.currentContext ??= kc.getCurrentContext() || undefined;
-    for (const c of kc.getContexts()) {
-      view.contexts[c.name] ??= { cluster: c.cluster, user: c.user, namespace: c.namespace || undefined };
-    }
-    for (const c of kc.getClusters()) view.clusters[c.name] ??= { server: c.server };
-    for (const u of kc.getUsers()) view.users[u.name] ??= { credentials: credentialKind(u) };
-  }
-  if (used.length === 0) {
-    return {
-      ok: false,
-      path: files.join(path.delimiter),
-      reason: `none of the files exists: ${files.join(', ')}`,
-    };
-  }
-  return { ok: true, view };
-}
-
-function credentialKind(user: User): CredentialKind {
-  if (user.token) return 'token';
-  if (user.certData || user.certFile) return 'client-certificate';
-  if (user.exec) return 'exec';
-  if (user.authProvider) return 'auth-provider';
-  if (user.username && user.password) return 'basic-auth';
-  return 'none';
 }

@@ -2,10 +2,10 @@
 // a readiness gate) and the `config-sync.io/last-config-sync` annotation with the matched
 // resourceVersions. The agent calls it on a transition and at a bounded heartbeat, not on every
 // pass (status writes are API load on every pod).
-import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ANNOTATION } from '../heal/planner.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { resourcePath } from '../kube/resources.ts';
 
 export const CONDITION_TYPE = 'config-sync.io/InSync';
 
@@ -22,37 +22,30 @@ export interface PodStatusUpdate {
 
 // Pod conditions merge by `type` under a strategic merge patch, so this never disturbs the
 // conditions kubelet owns (Ready, ContainersReady, ...).
-const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
 export async function writePodStatus(
   client: KubeClient,
   namespace: string,
   pod: string,
   update: PodStatusUpdate,
 ): Promise<void> {
-  const core = client.api(CoreV1Api);
   try {
-    await core.patchNamespacedPodStatus(
+    await client.patch(
+      resourcePath({ resource: 'pods', namespace, name: pod, subresource: 'status' }),
       {
-        name: pod,
-        namespace,
-        body: {
-          status: {
-            conditions: [
-              {
-                type: CONDITION_TYPE,
-                status: update.inSync ? 'True' : 'False',
-                reason: update.reason,
-                message: update.message.slice(0, 1024),
-                lastTransitionTime: update.lastTransitionTime.toISOString(),
-                lastProbeTime: new Date().toISOString(),
-              },
-            ],
-          },
+        status: {
+          conditions: [
+            {
+              type: CONDITION_TYPE,
+              status: update.inSync ? 'True' : 'False',
+              reason: update.reason,
+              message: update.message.slice(0, 1024),
+              lastTransitionTime: update.lastTransitionTime.toISOString(),
+              lastProbeTime: new Date().toISOString(),
+            },
+          ],
         },
       },
-      strategic,
+      'strategic',
     );
   } catch (error) {
     throw explainApiError(
@@ -76,9 +69,11 @@ export async function annotatePod(
   annotations: Record<string, string>,
 ): Promise<void> {
   try {
-    await client
-      .api(CoreV1Api)
-      .patchNamespacedPod({ name: pod, namespace, body: { metadata: { annotations } } }, merge);
+    await client.patch(
+      resourcePath({ resource: 'pods', namespace, name: pod }),
+      { metadata: { annotations } },
+      'merge',
+    );
   } catch (error) {
     throw explainApiError(error, { verb: 'patch', resource: 'pods', namespace, name: pod }, client.scope);
   }

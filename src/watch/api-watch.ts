@@ -14,16 +14,16 @@
 //      resume from the last version if there is one (a relist only without one); a 403 is
 //      retried too, slowly, since an admin may fix the Role.
 //
-// client-node's Watch aborts a stream that is silent for 30 s, but the API server sends a
-// bookmark on a quiet watch only about once a minute: with the default every quiet watch died
-// at 30 s and was re-listed (measured: a list and a watch every 30 s at idle). The inactivity
-// limit is raised above the bookmark interval, so a dead connection is still noticed.
-import { CoreV1Api, type V1ConfigMap, type V1Secret, Watch } from '@kubernetes/client-node';
+// The API server sends a bookmark on a quiet watch only about once a minute, so the inactivity
+// limit sits above that interval: a dead connection is still noticed, a quiet one is not killed.
+// (client-node's Watch, used before, aborted after 30 s of silence, which re-listed every quiet
+// watch every 30 s at idle.)
+import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { SOURCE_RESOURCE } from '../kube/resources.ts';
+import { resourcePath, SOURCE_RESOURCE } from '../kube/resources.ts';
 import { type SourceState, snapshotSource } from '../verify/source.ts';
 
 export interface SourceWatchEvents {
@@ -61,7 +61,7 @@ export class SourceWatch {
   }
 
   private get path(): string {
-    return `/api/v1/namespaces/${this.namespace}/${SOURCE_RESOURCE[this.ref.kind]}`;
+    return resourcePath({ resource: SOURCE_RESOURCE[this.ref.kind], namespace: this.namespace });
   }
 
   /** A watch event's object: its change time includes when the agent saw it. */
@@ -72,13 +72,9 @@ export class SourceWatch {
 
   // (1)
   private async list(): Promise<void> {
-    const core = this.client.api(CoreV1Api);
     const fieldSelector = `metadata.name=${this.ref.name}`;
     try {
-      const list =
-        this.ref.kind === 'ConfigMap'
-          ? await core.listNamespacedConfigMap({ namespace: this.namespace, fieldSelector })
-          : await core.listNamespacedSecret({ namespace: this.namespace, fieldSelector });
+      const list = await this.client.get<V1ConfigMapList | V1SecretList>(this.path, { fieldSelector });
       this.resourceVersion = list.metadata?.resourceVersion;
       const item = list.items[0];
       // The first list reports the object as it is; its changedAt comes from the API alone.
@@ -104,55 +100,41 @@ export class SourceWatch {
   }
 
   /** One watch connection, from the last known version; resolves when the server closes it. */
-  private watchOnce(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const finish = (error?: unknown) => {
-        if (settled) return;
-        settled = true;
-        if (error) reject(error);
-        else resolve();
-      };
-      const query: Record<string, string | boolean | number> = {
-        fieldSelector: `metadata.name=${this.ref.name}`,
-        allowWatchBookmarks: true,
-        timeoutSeconds: WATCH_SECONDS,
-      };
-      if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
-      const watch = new Watch(this.client.config);
-      (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = INACTIVITY_MS;
-      watch
-        .watch(
-          this.path,
-          query,
-          // (3)
-          (type: string, obj: V1ConfigMap & { code?: number; message?: string }) => {
-            if (type === 'ERROR') {
-              finish(obj.code === 410 ? new GoneError(obj.message) : new Error(obj.message ?? 'watch error'));
-              return;
-            }
-            if (obj?.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
-            if (type === 'BOOKMARK') return;
-            this.events.onState(type === 'DELETED' ? this.toState(undefined) : this.toState(obj));
-          },
-          (error: unknown) => {
-            if ((error as { code?: number; statusCode?: number })?.statusCode === 410)
-              finish(new GoneError('410'));
-            else finish(error ?? undefined);
-          },
-        )
-        .then((controller) => {
-          if (signal.aborted) controller.abort();
-          signal.addEventListener(
-            'abort',
-            () => {
-              controller.abort();
-              finish();
-            },
-            { once: true },
-          );
-        }, finish);
-    });
+  private async watchOnce(signal: AbortSignal): Promise<void> {
+    const query: Record<string, string | boolean | number> = {
+      fieldSelector: `metadata.name=${this.ref.name}`,
+      allowWatchBookmarks: true,
+      timeoutSeconds: WATCH_SECONDS,
+    };
+    if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
+    let failure: Error | undefined;
+    const stream = new AbortController();
+    const stop = () => stream.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    try {
+      await this.client.watch(
+        { path: this.path, query, signal: stream.signal, inactivityMs: INACTIVITY_MS },
+        // (3)
+        ({ type, object }) => {
+          const obj = object as (V1ConfigMap & { code?: number; message?: string }) | undefined;
+          if (type === 'ERROR') {
+            failure =
+              obj?.code === 410 ? new GoneError(obj.message) : new Error(obj?.message ?? 'watch error');
+            stream.abort();
+            return;
+          }
+          if (obj?.metadata?.resourceVersion) this.resourceVersion = obj.metadata.resourceVersion;
+          if (type === 'BOOKMARK') return;
+          this.events.onState(type === 'DELETED' ? this.toState(undefined) : this.toState(obj));
+        },
+      );
+    } catch (error) {
+      if ((error as { code?: number }).code === 410) throw new GoneError('410');
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', stop);
+    }
+    if (failure) throw failure;
   }
 
   async start(signal: AbortSignal): Promise<void> {

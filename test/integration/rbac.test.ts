@@ -6,16 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  AppsV1Api,
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Deployment,
-} from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/kube/client.ts';
-import { resolveScope } from '../../src/kube/scope.ts';
+import { resourcePath } from '../../src/kube/resources.ts';
+import { resolveScope, type Scope } from '../../src/kube/scope.ts';
 import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
@@ -26,7 +21,6 @@ import { applyRbac } from './support-app.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bin = path.join(root, 'bin/config-sync.js');
 const ns = useNamespace('rbac');
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 function deployment(name: string, serviceAccountName: string): V1Deployment {
   const labels = { app: name };
@@ -110,12 +104,22 @@ beforeAll(async () => {
   });
 });
 
-function agentClient() {
+let agentScope: Scope;
+beforeAll(async () => {
   const env = { ...layout.env, POD_NAMESPACE: ns.name };
-  return createKubeClient(
-    resolveScope(gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env), 'agent'),
+  agentScope = resolveScope(
+    await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env),
+    'agent',
   );
+});
+
+function agentClient() {
+  return createKubeClient(agentScope);
 }
+
+const pod = (name: string) => resourcePath({ resource: 'pods', namespace: ns.name, name });
+const deploymentPath = (name: string) =>
+  resourcePath({ group: 'apps', resource: 'deployments', namespace: ns.name, name });
 
 describe('with exactly the shipped grants', () => {
   it('doctor, run as the agent in its pod, finds everything it needs', () => {
@@ -131,31 +135,26 @@ describe('with exactly the shipped grants', () => {
 
   it('patches its own Pod (annotation) and restarts its own Deployment', async () => {
     const client = agentClient();
-    await client.api(CoreV1Api).patchNamespacedPod(
-      {
-        name: webPod.name,
-        namespace: ns.name,
-        body: { metadata: { annotations: { 'config-sync.io/last-config-sync': 'now' } } },
-      },
-      mergePatch,
+    await client.patch(
+      pod(webPod.name),
+      { metadata: { annotations: { 'config-sync.io/last-config-sync': 'now' } } },
+      'merge',
     );
-    await client.api(AppsV1Api).patchNamespacedDeployment(
-      {
-        name: 'web',
-        namespace: ns.name,
-        body: {
-          spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': 'now' } } } },
-        },
-      },
-      mergePatch,
+    await client.patch(
+      deploymentPath('web'),
+      { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': 'now' } } } } },
+      'merge',
     );
+    const admin = ns.admin.makeApiClient(AppsV1Api);
+    const web = await admin.readNamespacedDeployment({ name: 'web', namespace: ns.name });
+    expect(web.spec?.template.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt']).toBe('now');
   });
 });
 
 describe('and nothing more', () => {
   it('cannot read an unrelated Secret', async () => {
     const { code, message } = await rejection(
-      agentClient().api(CoreV1Api).readNamespacedSecret({ name: 'unrelated', namespace: ns.name }),
+      agentClient().get(resourcePath({ resource: 'secrets', namespace: ns.name, name: 'unrelated' })),
     );
     expect(code).toBe(403);
     expect(message).toContain('cannot get resource "secrets"');
@@ -163,18 +162,13 @@ describe('and nothing more', () => {
 
   it('cannot list Secrets', async () => {
     expect(
-      (await rejection(agentClient().api(CoreV1Api).listNamespacedSecret({ namespace: ns.name }))).code,
+      (await rejection(agentClient().get(resourcePath({ resource: 'secrets', namespace: ns.name })))).code,
     ).toBe(403);
   });
 
   it('cannot patch another Pod (admission policy)', async () => {
     const { code, message } = await rejection(
-      agentClient()
-        .api(CoreV1Api)
-        .patchNamespacedPod(
-          { name: otherPod.name, namespace: ns.name, body: { metadata: { annotations: { x: 'y' } } } },
-          mergePatch,
-        ),
+      agentClient().patch(pod(otherPod.name), { metadata: { annotations: { x: 'y' } } }, 'merge'),
     );
     expect(code).toBe(403);
     expect(message).toContain('config-sync may patch only its own Pod');
@@ -182,12 +176,7 @@ describe('and nothing more', () => {
 
   it("cannot change its own Pod's labels", async () => {
     const { code, message } = await rejection(
-      agentClient()
-        .api(CoreV1Api)
-        .patchNamespacedPod(
-          { name: webPod.name, namespace: ns.name, body: { metadata: { labels: { app: 'hijacked' } } } },
-          mergePatch,
-        ),
+      agentClient().patch(pod(webPod.name), { metadata: { labels: { app: 'hijacked' } } }, 'merge'),
     );
     expect(code).toBe(403);
     expect(message).toContain("config-sync may not change a Pod's labels");
@@ -195,16 +184,11 @@ describe('and nothing more', () => {
 
   it('cannot restart another Deployment', async () => {
     const { code, message } = await rejection(
-      agentClient()
-        .api(AppsV1Api)
-        .patchNamespacedDeployment(
-          {
-            name: 'other',
-            namespace: ns.name,
-            body: { spec: { template: { metadata: { annotations: { r: 'now' } } } } },
-          },
-          mergePatch,
-        ),
+      agentClient().patch(
+        deploymentPath('other'),
+        { spec: { template: { metadata: { annotations: { r: 'now' } } } } },
+        'merge',
+      ),
     );
     expect(code).toBe(403);
     expect(message).toContain('cannot patch resource "deployments"');

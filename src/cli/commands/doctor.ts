@@ -48,7 +48,7 @@ export const doctorCommand: Command = {
     const watched = settings.list('watch').map((w) => parseWatchSpec(w).ref);
     const fix = settings.boolean('fix');
 
-    const facts = gatherScopeFacts(scopeFlags(settings), env);
+    const facts = await gatherScopeFacts(scopeFlags(settings), env);
     let scope: Scope;
     const preflight: Problem[] = [];
     try {

@@ -1,0 +1,45 @@
+// The in-cluster connection: the API server from KUBERNETES_SERVICE_HOST/PORT, the CA and the
+// bearer token from the projected service-account volume. No client-node here: this is the
+// agent's production path, and it stays as small as the transport.
+//
+// kubelet rotates the token (and, more rarely, the CA) by swapping the volume's `..data` link.
+// Each file is stat()ed on every request (one cheap syscall that follows the `token ->
+// ..data/token` link) and re-read only when its inode, mtime or size changed: AtomicWriter gives
+// every update a new inode, so a rotated token is used from the next request on, with no restart
+// and no window of 401s. client-node's own `tokenFile` provider re-reads only every 60 s.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ConnectionSource } from './transport.ts';
+
+/** A file re-read whenever kubelet replaces it. */
+export class RotatingFile {
+  private cached: { identity: string; content: string } | undefined;
+  /** How many times the file was (re)read: observable for tests. */
+  reads = 0;
+  readonly file: string;
+
+  constructor(file: string) {
+    this.file = file;
+  }
+
+  read(): string {
+    const st = fs.statSync(this.file);
+    const identity = `${st.ino}:${st.mtimeMs}:${st.size}`;
+    if (this.cached?.identity === identity) return this.cached.content;
+    const content = fs.readFileSync(this.file, 'utf8');
+    this.reads += 1;
+    this.cached = { identity, content };
+    return content;
+  }
+}
+
+export function inClusterConnection(server: string, serviceAccountDir: string): ConnectionSource {
+  const url = new URL(server);
+  const token = new RotatingFile(path.join(serviceAccountDir, 'token'));
+  const ca = new RotatingFile(path.join(serviceAccountDir, 'ca.crt'));
+  return async () => ({
+    server: url,
+    headers: { authorization: `Bearer ${token.read().trim()}` },
+    tls: { ca: ca.read() },
+  });
+}

@@ -1,0 +1,53 @@
+// The kubeconfig connection: client-node reads the kubeconfig files and runs the user's
+// authentication (token, client certificate, exec plugin, OIDC and the other auth providers) on
+// every request; the transport sends. Loaded only when the scope is a kubeconfig
+// (src/kube/client.ts imports this module lazily), so the in-cluster agent never loads
+// client-node's runtime.
+import type https from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Connection, ConnectionSource } from './transport.ts';
+
+/** A KUBECONFIG list merged as kubectl merges it: the first file that defines a name wins. */
+export function loadKubeConfig(files: readonly string[], context: string): KubeConfig {
+  const [first, ...rest] = files;
+  if (first === undefined) throw new Error('kubeconfig scope without a file');
+  const kc = new KubeConfig();
+  kc.loadFromFile(first);
+  for (const file of rest) {
+    const more = new KubeConfig();
+    more.loadFromFile(file);
+    for (const c of more.getClusters()) if (!kc.getCluster(c.name)) kc.addCluster(c);
+    for (const u of more.getUsers()) if (!kc.getUser(u.name)) kc.addUser(u);
+    for (const c of more.getContexts()) if (!kc.getContextObject(c.name)) kc.addContext(c);
+  }
+  kc.setCurrentContext(context);
+  return kc;
+}
+
+export function kubeconfigConnection(files: readonly string[], context: string): ConnectionSource {
+  const kc = loadKubeConfig(files, context);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error(`context "${context}" has no cluster`);
+  const server = new URL(cluster.server);
+  return async (): Promise<Connection> => {
+    const options: https.RequestOptions & { headers: Record<string, string> } = { headers: {} };
+    await kc.applyToHTTPSOptions(options);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options.headers)) if (v !== undefined) headers[k] = String(v);
+    if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    return {
+      server,
+      headers,
+      tls: {
+        ca: options.ca as Buffer | undefined,
+        cert: options.cert as Buffer | undefined,
+        key: options.key as Buffer | undefined,
+        pfx: options.pfx as Buffer | undefined,
+        passphrase: options.passphrase,
+        rejectUnauthorized: options.rejectUnauthorized,
+        servername: options.servername,
+      },
+      ...(cluster.proxyUrl ? { proxyAgent: options.agent as https.Agent } : {}),
+    };
+  };
+}
