@@ -3,10 +3,11 @@
 # needed): `npm run image`. Prints the image name on its last line.
 #
 # Steps: (1) lay out the root filesystem: the Node binary npm installed (node_modules/node, the
-# pinned Node 24), every shared library `ldd` lists for it at the same path, dist/config-sync.js
-# and its legal notices, an /etc/passwd with the non-root user 65532; (2) buildah bud with the
-# chroot isolation and the vfs storage driver, which work as root with no daemon and no
-# overlay support; (3) report the size.
+# pinned Node 24), every shared library `ldd` lists for it at the same path, the bundle
+# (dist/config-sync.js, the chunks it loads lazily from dist/chunks/, their legal notices), an
+# /etc/passwd with the non-root user 65532; (2) buildah bud with the chroot isolation and the
+# vfs storage driver, which work as root with no daemon and no overlay support; (3) report the
+# size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +27,12 @@ for lib in $(ldd "$node_bin" | grep -oE '/[^ ]+\.so[^ ]*'); do
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
+mkdir -p "$root/app/chunks"
 cp dist/config-sync.js "$root/app/"
-[ -f dist/config-sync.js.LEGAL.txt ] && cp dist/config-sync.js.LEGAL.txt "$root/app/"
+cp dist/chunks/*.js "$root/app/chunks/"
+for notice in dist/*.LEGAL.txt dist/chunks/*.LEGAL.txt; do
+  if [ -f "$notice" ]; then cp "$notice" "$root/app/${notice#dist/}"; fi
+done
 printf 'root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' > "$root/etc/group"
 chmod 1777 "$root/tmp"
@@ -39,5 +44,5 @@ buildah --storage-driver vfs bud --isolation chroot --quiet -t "$image" -f "$ctx
 
 # (3)
 size=$(buildah --storage-driver vfs images --format '{{.Size}}' "$image" | head -1)
-log "$image: $size (node $("$node_bin" --version) binary $(du -h "$node_bin" | cut -f1), bundle $(du -h dist/config-sync.js | cut -f1))"
+log "$image: $size (node $("$node_bin" --version) binary $(du -h "$node_bin" | cut -f1), bundle $(du -ch dist/config-sync.js dist/chunks/*.js | tail -1 | cut -f1))"
 echo "$image"
