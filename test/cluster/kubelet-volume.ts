@@ -32,6 +32,8 @@ export interface WriteResult {
   readonly wrote: boolean;
   /** The timestamped directory `..data` points at after the write. */
   readonly timestampDir: string;
+  /** performance.now() right after the `..data` rename, the instant the new content is visible. */
+  readonly swappedAt?: number;
 }
 
 /**
@@ -69,6 +71,7 @@ export function atomicWrite(targetDir: string, payload: Payload): WriteResult {
   }
 
   let timestampDir = readlinkOrEmpty(dataDirPath);
+  let swappedAt: number | undefined;
   if (shouldWrite) {
     // (5)
     const tsDir = newTimestampDir(targetDir);
@@ -86,6 +89,7 @@ export function atomicWrite(targetDir: string, payload: Payload): WriteResult {
     fs.symlinkSync(timestampDir, newDataDirPath);
     // (9)
     fs.renameSync(newDataDirPath, dataDirPath);
+    swappedAt = performance.now();
   }
 
   // (10)
@@ -105,7 +109,7 @@ export function atomicWrite(targetDir: string, payload: Payload): WriteResult {
   // (12)
   if (oldTsDir !== '') fs.rmSync(oldTsPath, { recursive: true, force: true });
 
-  return { wrote: shouldWrite, timestampDir };
+  return { wrote: shouldWrite, timestampDir, ...(swappedAt === undefined ? {} : { swappedAt }) };
 }
 
 function readlinkOrEmpty(file: string): string {
