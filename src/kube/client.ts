@@ -19,8 +19,6 @@ import {
   type WatchOptions,
 } from './transport.ts';
 
-export { ApiStatusError, verbOf } from './transport.ts';
-
 /** Patch types config-sync sends. */
 export const PATCH = {
   merge: 'application/merge-patch+json',

@@ -14,9 +14,7 @@ import type { ConnectionSource } from './transport.ts';
 /** A file re-read whenever kubelet replaces it. */
 export class RotatingFile {
   private cached: { identity: string; content: string } | undefined;
-  /** How many times the file was (re)read: observable for tests. */
-  reads = 0;
-  readonly file: string;
+  private readonly file: string;
 
   constructor(file: string) {
     this.file = file;
@@ -27,7 +25,6 @@ export class RotatingFile {
     const identity = `${st.ino}:${st.mtimeMs}:${st.size}`;
     if (this.cached?.identity === identity) return this.cached.content;
     const content = fs.readFileSync(this.file, 'utf8');
-    this.reads += 1;
     this.cached = { identity, content };
     return content;
   }

@@ -8,7 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Connection, ConnectionSource } from './transport.ts';
 
 /** A KUBECONFIG list merged as kubectl merges it: the first file that defines a name wins. */
-export function loadKubeConfig(files: readonly string[], context: string): KubeConfig {
+function mergedKubeConfig(files: readonly string[], context: string): KubeConfig {
   const [first, ...rest] = files;
   if (first === undefined) throw new Error('kubeconfig scope without a file');
   const kc = new KubeConfig();
@@ -25,7 +25,7 @@ export function loadKubeConfig(files: readonly string[], context: string): KubeC
 }
 
 export function kubeconfigConnection(files: readonly string[], context: string): ConnectionSource {
-  const kc = loadKubeConfig(files, context);
+  const kc = mergedKubeConfig(files, context);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`context "${context}" has no cluster`);
   const server = new URL(cluster.server);

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { definedOnly } from './defined-only.ts';
 import type { LoadedKubeconfig, ScopeFacts, Sourced } from './scope.ts';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -53,12 +54,6 @@ export async function gatherScopeFacts(
     },
     kubeconfigs,
     homeKubeconfigPath,
-  };
-}
-
-function definedOnly<T extends Record<string, string | undefined>>(o: T): { [K in keyof T]?: string } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as {
-    [K in keyof T]?: string;
   };
 }
 

@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import { definedOnly } from './defined-only.ts';
 
 /** TLS material of one identity; Buffers or PEM strings as node:tls takes them. */
 export interface TlsIdentity {
@@ -159,14 +160,15 @@ export function createTransport(source: ConnectionSource): Transport {
     method: string,
     path: string,
     headers: Record<string, string>,
-  ): Promise<{ request: http.ClientRequest; connection: Connection }> {
+  ): Promise<http.ClientRequest> {
     // (1)
     const connection = await source();
     const agent = agentFor(connection);
     const base = connection.server.pathname.replace(/\/$/, '');
     const send = connection.server.protocol === 'http:' ? http.request : https.request;
-    requests[verbOf(method, path)] = (requests[verbOf(method, path)] ?? 0) + 1;
-    const request = send({
+    const verb = verbOf(method, path);
+    requests[verb] = (requests[verb] ?? 0) + 1;
+    return send({
       protocol: connection.server.protocol,
       hostname: connection.server.hostname.replace(/^\[|\]$/g, ''),
       port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
@@ -176,7 +178,6 @@ export function createTransport(source: ConnectionSource): Transport {
       headers: { accept: 'application/json', 'user-agent': 'config-sync', ...connection.headers, ...headers },
       ...(connection.proxyAgent ? definedOnly(connection.tls) : {}),
     });
-    return { request, connection };
   }
 
   return {
@@ -192,7 +193,7 @@ export function createTransport(source: ConnectionSource): Transport {
             'content-length': String(payload.length),
           }
         : {};
-      const { request } = await open(method, path, headers);
+      const request = await open(method, path, headers);
       // (3)
       return new Promise<T>((resolve, reject) => {
         request.setTimeout(REQUEST_TIMEOUT_MS, () =>
@@ -221,7 +222,7 @@ export function createTransport(source: ConnectionSource): Transport {
     async watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
       if (options.signal.aborted) return;
       const path = withQuery(options.path, { ...options.query, watch: true });
-      const { request } = await open('GET', path, {});
+      const request = await open('GET', path, {});
       return new Promise<void>((resolve, reject) => {
         let settled = false;
         const finish = (error?: unknown) => {
@@ -308,8 +309,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

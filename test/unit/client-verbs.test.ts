@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { verbOf } from '../../src/kube/client.ts';
+import { verbOf } from '../../src/kube/transport.ts';
 
 describe('verbOf: requests counted by the verb the API server audits', () => {
   it.each([
