@@ -20,12 +20,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import { verifyPass } from '../src/agent/pass.ts';
 import type { VolumeTarget } from '../src/discover/targets.ts';
 import { snapshotConfigMap } from '../src/verify/source.ts';
 import { readVolume } from '../src/watch/read-volume.ts';
+import { bin } from '../test/cluster/app.ts';
 import { resolveAssets } from '../test/cluster/assets.ts';
 import { ControlPlane } from '../test/cluster/control-plane.ts';
 import { createServiceAccountIdentity } from '../test/cluster/identities.ts';
@@ -34,8 +34,6 @@ import { atomicWrite, configMapPayload } from '../test/cluster/kubelet-volume.ts
 import { freeLoopbackPort } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bin = path.join(root, 'bin/config-sync.js');
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-'));
 

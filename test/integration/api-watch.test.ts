@@ -10,15 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
-import { resolveScope } from '../../src/kube/scope.ts';
-import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
 import type { SourceState } from '../../src/verify/source.ts';
 import { SourceWatch } from '../../src/watch/api-watch.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { controlPlane, useNamespace } from './support.ts';
+import { controlPlane, inClusterClient, useNamespace } from './support.ts';
 
 const ns = useNamespace('api-watch');
 let client: KubeClient;
@@ -39,11 +37,7 @@ beforeAll(async () => {
     token: agent.token,
     namespace: ns.name,
   });
-  const facts = await gatherScopeFacts(
-    { serviceAccountDir: layout.serviceAccountDir },
-    { ...layout.env, POD_NAMESPACE: ns.name },
-  );
-  client = createKubeClient(resolveScope(facts, 'agent'));
+  client = await inClusterClient(layout, ns.name);
 });
 
 describe('a source watch', () => {

@@ -8,23 +8,15 @@ import path from 'node:path';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { explainApiError } from '../../src/kube/api-errors.ts';
-import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { resourcePath } from '../../src/kube/resources.ts';
-import { resolveScope } from '../../src/kube/scope.ts';
-import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { controlPlane, rejection, useNamespace } from './support.ts';
+import { controlPlane, inClusterClient, rejection, useNamespace } from './support.ts';
 
 const ns = useNamespace('client');
 const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
-
-async function inClusterClient(layout: InClusterLayout): Promise<KubeClient> {
-  const env = { ...layout.env, POD_NAMESPACE: ns.name };
-  const facts = await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env);
-  return createKubeClient(resolveScope(facts, 'agent'));
-}
 
 const readConfigMap = (client: KubeClient) =>
   client.get<V1ConfigMap>(resourcePath({ resource: 'configmaps', namespace: ns.name, name: 'app-config' }));
@@ -64,7 +56,7 @@ beforeAll(async () => {
 
 describe('service-account token rotation', () => {
   it('uses the rotated token from the next request on, even once the old one is revoked', async () => {
-    const client = await inClusterClient(layout);
+    const client = await inClusterClient(layout, ns.name);
     await readConfigMap(client);
 
     // kubelet rotates: a new token (bound to another pod of the same ServiceAccount) is swapped in.
@@ -92,8 +84,8 @@ describe('service-account token rotation', () => {
 });
 
 function createKubeClientWithToken(token: string): Promise<KubeClient> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'stale-'));
-  return inClusterClient(layInClusterDir(root, controlPlane(), { token, namespace: ns.name }));
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'token-'));
+  return inClusterClient(layInClusterDir(root, controlPlane(), { token, namespace: ns.name }), ns.name);
 }
 
 /** Counts TCP connections this process opens (every net/tls connect publishes here). */
@@ -113,7 +105,7 @@ function connectionCounter(): { readonly count: number; stop(): void } {
 
 describe('S6: one client, no leaks', () => {
   it('reuses pooled connections: 200 sequential requests open at most one', async () => {
-    const client = await inClusterClient(layout);
+    const client = await inClusterClient(layout, ns.name);
     await readConfigMap(client);
     const counter = connectionCounter();
     try {
@@ -132,10 +124,7 @@ describe('S6: one client, no leaks', () => {
       name: 'agent-s6',
       rules,
     });
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 's6-'));
-    const client = await inClusterClient(
-      layInClusterDir(root, controlPlane(), { token: fresh.token, namespace: ns.name }),
-    );
+    const client = await createKubeClientWithToken(fresh.token);
 
     const watchOnce = async () => {
       const events: string[] = [];
@@ -189,10 +178,7 @@ describe('refused requests', () => {
       name: 'no-secrets',
       rules,
     });
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'refused-'));
-    const client = await inClusterClient(
-      layInClusterDir(root, controlPlane(), { token: reader.token, namespace: ns.name }),
-    );
+    const client = await createKubeClientWithToken(reader.token);
     const request = { verb: 'get', resource: 'secrets', namespace: ns.name, name: 'db' };
     let error: unknown;
     try {

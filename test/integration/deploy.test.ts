@@ -8,7 +8,7 @@ import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverTargets } from '../../src/discover/targets.ts';
-import { root } from '../cluster/app.ts';
+import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -100,7 +100,7 @@ describe('kubectl apply -k deploy/sidecar into a Pod Security "restricted" names
       token: id.token,
       namespace: ns.name,
     });
-    const res = spawnSync(process.execPath, [path.join(root, 'bin/config-sync.js'), 'doctor'], {
+    const res = spawnSync(process.execPath, [bin, 'doctor'], {
       encoding: 'utf8',
       env: podEnv(layout, ns.name, name),
     });

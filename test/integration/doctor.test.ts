@@ -8,16 +8,15 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { bin } from '../cluster/app.ts';
 import { writeKubeconfig } from '../cluster/control-plane.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/config-sync.js');
 const ns = useNamespace('doctor');
 const SECRET_VALUE = 'hunter2-never-print-me';
 

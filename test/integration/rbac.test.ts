@@ -5,21 +5,18 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/kube/client.ts';
 import { resourcePath } from '../../src/kube/resources.ts';
-import { resolveScope, type Scope } from '../../src/kube/scope.ts';
-import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
+import type { Scope } from '../../src/kube/scope.ts';
+import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { controlPlane, rejection, useNamespace } from './support.ts';
+import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
 import { applyRbac } from './support-app.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const bin = path.join(root, 'bin/config-sync.js');
 const ns = useNamespace('rbac');
 
 function deployment(name: string, serviceAccountName: string): V1Deployment {
@@ -106,11 +103,7 @@ beforeAll(async () => {
 
 let agentScope: Scope;
 beforeAll(async () => {
-  const env = { ...layout.env, POD_NAMESPACE: ns.name };
-  agentScope = resolveScope(
-    await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env),
-    'agent',
-  );
+  agentScope = await inClusterScope(layout, ns.name);
 });
 
 function agentClient() {

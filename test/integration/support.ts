@@ -2,8 +2,12 @@
 // the file's own, created before its tests and deleted after.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
+import { resolveScope, type Scope } from '../../src/kube/scope.ts';
+import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
 import type { ControlPlaneInfo } from '../cluster/control-plane.ts';
 import { adminKubeConfig, createTestNamespace, deleteNamespace } from '../cluster/identities.ts';
+import type { InClusterLayout } from '../cluster/in-cluster.ts';
 
 export function controlPlane(): ControlPlaneInfo {
   return inject('controlPlane');
@@ -43,4 +47,15 @@ export async function rejection(call: Promise<unknown>): Promise<{ code: number;
     return { code: e.code ?? 0, message: body?.message ?? String(error) };
   }
   throw new Error('expected the API call to be rejected, but it succeeded');
+}
+
+/** The scope the agent resolves in a Pod whose service-account volume is `layout`. */
+export async function inClusterScope(layout: InClusterLayout, namespace: string): Promise<Scope> {
+  const env = { ...layout.env, POD_NAMESPACE: namespace };
+  return resolveScope(await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env), 'agent');
+}
+
+/** config-sync's own client, as the agent in that Pod builds it. */
+export async function inClusterClient(layout: InClusterLayout, namespace: string): Promise<KubeClient> {
+  return createKubeClient(await inClusterScope(layout, namespace));
 }
