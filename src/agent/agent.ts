@@ -3,27 +3,30 @@
 // only wake the loop; each pass re-reads the actual state and decides from scratch).
 //
 // A pass, step by step:
-//  (1) verify every target against the cached API state (verifyPass), record metrics;
+//  (1) verify every target against the cached API state (verifyPass); where that finds drift,
+//      confirm the sources behind it with a quorum read first and decide again on what the
+//      API says now (confirmView); record metrics;
 //  (2) log each verdict that changed, and the propagation time of what just caught up;
 //  (3) if anything drifted: find the owner, plan, and act once per distinct plan (restart,
 //      dedupe or alert), with an Event on the Pod; a 409 wakes the loop to re-plan at once;
 //  (4) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
 import type { Logger } from 'pino';
-import { targetSources } from '../discover/targets.ts';
+import { referencedSources, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ANNOTATION, type Plan } from '../heal/planner.ts';
 import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.ts';
+import { readSource } from '../kube/sources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
-import { configHash } from '../verify/expected.ts';
-import { refKey, type SourceState } from '../verify/source.ts';
+import { configHash, type SourceLookup } from '../verify/expected.ts';
+import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
 import { readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
-import { verifyPass } from './pass.ts';
+import { isDrift, type PassResult, verifyPass } from './pass.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface AgentOptions {
@@ -79,6 +82,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const { rt, log, metrics, options } = deps;
   const clock = deps.clock ?? Date.now;
   const sources = new Map<string, SourceState>();
+  const watches = new Map<string, SourceWatch>();
   const wakeup = new Wakeup();
   let memory = new Map<string, TargetMemory>();
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
@@ -274,13 +278,53 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
   }
 
-  async function reconcile(): Promise<number | undefined> {
-    const now = clock();
-    const t0 = performance.now();
-    // (1)
-    const pass = verifyPass({
+  // (1) The cache is the watches' view, and a watch can be behind without knowing it: a stalled
+  // connection, a partition, an event still in flight while kubelet already wrote the files.
+  // Drift is an accusation that leads to a restart, so before it stands, every source behind a
+  // drifted target is read again with a quorum GET (controller-runtime re-reads state before it
+  // acts, for the same reason), and the pass is decided again on that:
+  //  (a) a source the GET returns as the cache has it: the cache was right, drift stands;
+  //  (b) a source that differs: the cache was stale; it takes the fresh state and its watch
+  //      relists, so the view is whole again;
+  //  (c) a source the GET cannot read (the API unreachable, too slow, refused): not evidence,
+  //      so its targets are Unknown for this pass and nothing acts on them.
+  async function confirmView(pass: PassResult, now: number): Promise<PassResult> {
+    const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
+    if (drifted.size === 0) return pass;
+    const refs = referencedSources(rt.targets.filter((t) => drifted.has(targetId(t))));
+    const fresh = await Promise.all(refs.map((ref) => readSource(rt.client, rt.namespace, ref)));
+    const unconfirmed = new Map<string, SourceState>();
+    let corrected = false;
+    refs.forEach((ref, i) => {
+      const key = refKey(ref);
+      const state = fresh[i] as SourceState;
+      if (state.state === 'unreadable') {
+        // (c)
+        unconfirmed.set(key, {
+          ...state,
+          reason: `could not confirm the cached copy with a fresh read before acting: ${state.reason}`,
+        });
+      } else if (!sameView(sources.get(key), state)) {
+        // (b)
+        log.info(
+          { source: key, cached: viewVersion(sources.get(key)), api: viewVersion(state) },
+          'the cached copy was stale: a fresh read corrected it, relisting',
+        );
+        metrics.staleViews.inc({ kind: ref.kind });
+        sources.set(key, state);
+        watches.get(key)?.resync();
+        corrected = true;
+      }
+    });
+    // (a)
+    if (!corrected && unconfirmed.size === 0) return pass;
+    return runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now);
+  }
+
+  function runPass(view: SourceLookup, now: number): PassResult {
+    return verifyPass({
       targets: rt.targets,
-      lookup,
+      lookup: view,
       readVolume,
       agentPath: rt.agentPath,
       envBaselines,
@@ -288,9 +332,16 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       policy: rt.verifyPolicy,
       now,
     });
+  }
+
+  async function reconcile(): Promise<number | undefined> {
+    const now = clock();
+    const t0 = performance.now();
+    // (1)
+    const pass = await confirmView(runPass(lookup, now), now);
     memory = pass.memory;
     metrics.duration.observe((performance.now() - t0) / 1000);
-    const drifted = pass.verdicts.filter((v) => v.state === 'Drifted' || v.state === 'Missing');
+    const drifted = pass.verdicts.filter(isDrift);
     // A source counts as mismatched in this pass when any target that reads it drifted.
     const driftedTargets = new Set(drifted.map((v) => v.target));
     const driftedSources = new Set(
@@ -387,6 +438,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         },
         clock,
       );
+      watches.set(refKey(ref), watch);
       tasks.push(
         watch.start(signal).catch((error) => log.error({ source: refKey(ref) }, (error as Error).message)),
       );

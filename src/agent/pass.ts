@@ -30,6 +30,11 @@ export interface PassResult {
   readonly envDigests: Readonly<Record<string, string>>;
 }
 
+/** A verdict that accuses the files: what the agent heals or alerts on. */
+export function isDrift(verdict: Verdict): boolean {
+  return verdict.state === 'Drifted' || verdict.state === 'Missing';
+}
+
 export function verifyPass(input: PassInput): PassResult {
   const verdicts: Verdict[] = [];
   const memory = new Map<string, TargetMemory>();

@@ -21,7 +21,7 @@ import { resourcePath } from '../kube/resources.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import type { VerifyPolicy } from '../verify/verdict.ts';
-import { parseDuration } from './settings.ts';
+import { durationSetting } from './settings.ts';
 
 export interface Runtime {
   readonly scope: Scope;
@@ -65,15 +65,22 @@ function reloadTrigger(
   throw modeError('--on-drift reload needs a way to tell the app', hint);
 }
 
+/**
+ * `stopping` aborts every API request in flight and refuses new ones: a process told to stop
+ * never waits on a stalled API server.
+ */
 export async function openRuntime(
   command: string,
   settings: Settings,
   env: NodeJS.ProcessEnv,
+  stopping?: AbortSignal,
 ): Promise<Runtime> {
+  const duration = (name: string) => durationSetting(command, settings, name);
+  const requestTimeoutMs = duration('request-timeout');
   const facts = await gatherScopeFacts(scopeFlags(settings), env);
   const scope = resolveScope(facts, 'agent');
   const namespace = scope.namespace?.value as string;
-  const client = createKubeClient(scope);
+  const client = createKubeClient(scope, { requestTimeoutMs, ...(stopping ? { signal: stopping } : {}) });
 
   const onDrift = settings.string('on-drift')?.value ?? 'restart';
   const modeError = (what: string, hint: string) =>
@@ -93,7 +100,6 @@ export async function openRuntime(
     );
   }
   const mode: HealPolicy['mode'] = onDrift === 'reload' ? fallback : onDrift;
-  const duration = (name: string) => parseDuration(command, name, settings.string(name)?.value ?? '');
   const verifyPolicy = { graceMs: duration('grace'), debounceMs: duration('debounce') };
   const healPolicy: HealPolicy = { mode, minRestartIntervalMs: duration('min-restart-interval') };
   const mountRoot = settings.string('mount-root')?.value ?? '/';

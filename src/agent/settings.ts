@@ -1,7 +1,14 @@
 // The settings of the agent and of the one-shot commands that act like it (check, heal).
 
-import { configFileSetting, podSettings, type SettingDef, scopeSettings } from '../cli/settings.ts';
-import { badFlag } from '../errors.ts';
+import {
+  configFileSetting,
+  podSettings,
+  type SettingDef,
+  type Settings,
+  scopeSettings,
+} from '../cli/settings.ts';
+import { ConfigSyncError } from '../errors.ts';
+import type { Sourced } from '../kube/scope.ts';
 
 export const targetSettings: readonly SettingDef[] = [
   configFileSetting,
@@ -69,6 +76,14 @@ export const targetSettings: readonly SettingDef[] = [
     description: 'reload mode: when a reload fails or the files never become right',
   },
   {
+    name: 'request-timeout',
+    env: 'CONFIG_SYNC_REQUEST_TIMEOUT',
+    type: 'string',
+    valueName: 'duration',
+    default: '10s',
+    description: 'how long one API request may take before it fails (watches excepted)',
+  },
+  {
     name: 'min-restart-interval',
     env: 'CONFIG_SYNC_MIN_RESTART_INTERVAL',
     type: 'string',
@@ -79,13 +94,78 @@ export const targetSettings: readonly SettingDef[] = [
 ];
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const SECOND = 1000;
+const HOUR = 3_600_000;
 
-/** `90s`, `1m30s`, `500ms`, `2h` -> milliseconds; a bare number is seconds. */
-export function parseDuration(command: string, name: string, raw: string): number {
+/**
+ * The range each duration setting may take, in ms. The upper bounds stay well below Node's
+ * largest timer (2^31-1 ms, about 24.8 days): past it setTimeout fires at once, which turned
+ * `--resync 1000h` into a busy loop. The lower bounds keep the agent from hammering the API
+ * (`--heartbeat 0` sent 94 status PATCHes a second) or the disk (`--poll 0`).
+ */
+export const DURATION_RANGES: Readonly<Record<string, { readonly min: number; readonly max: number }>> = {
+  grace: { min: 0, max: 24 * HOUR },
+  debounce: { min: 0, max: 24 * HOUR },
+  'min-restart-interval': { min: 0, max: 24 * HOUR },
+  'request-timeout': { min: SECOND, max: 5 * 60 * SECOND },
+  resync: { min: SECOND, max: 24 * HOUR },
+  poll: { min: 100, max: HOUR },
+  heartbeat: { min: 10 * SECOND, max: 24 * HOUR },
+};
+
+/** `90s`, `1m30s`, `500ms`, `2h` -> milliseconds; a bare number is seconds; undefined if neither. */
+export function durationMs(raw: string): number | undefined {
   if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw) * 1000;
   const parts = [...raw.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== raw) {
-    throw badFlag(command, `--${name} ${raw} is not a duration (examples: 90s, 1m30s, 500ms)`);
-  }
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== raw) return undefined;
   return parts.reduce((ms, p) => ms + Number(p[1]) * (UNITS[p[2] as string] as number), 0);
+}
+
+/** A duration in the short form the flags take: 90s, 5m, 24h, 500ms. */
+export function formatDuration(ms: number): string {
+  if (ms % HOUR === 0 && ms > 0) return `${ms / HOUR}h`;
+  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
+  if (ms % SECOND === 0) return `${ms / SECOND}s`;
+  return `${ms}ms`;
+}
+
+/** How a setting's value was given, as the user wrote it: `--grace 5s`, `CONFIG_SYNC_GRACE=abc`, ... */
+export function describeOrigin(name: string, setting: Sourced<string>): string {
+  if (setting.source.startsWith('--')) return `${setting.source} ${setting.value}`;
+  if (setting.source.startsWith('config file ')) return `"${name}: ${setting.value}" in ${setting.source}`;
+  if (setting.source === 'default') return `the default --${name} ${setting.value}`;
+  return `${setting.source}=${setting.value}`;
+}
+
+/**
+ * A duration setting in ms, checked against its range. The error names the value where the
+ * user gave it (flag, environment variable or config file), and the range.
+ */
+export function durationSetting(command: string, settings: Settings, name: string): number {
+  const setting = settings.string(name);
+  if (!setting) throw new Error(`durationSetting: ${name} has no value and no default`);
+  const range = DURATION_RANGES[name];
+  const ms = durationMs(setting.value);
+  const where = describeOrigin(name, setting);
+  if (ms === undefined) {
+    throw durationError(command, name, `${where} is not a duration (examples: 90s, 1m30s, 500ms)`);
+  }
+  if (range && (ms < range.min || ms > range.max)) {
+    throw durationError(
+      command,
+      name,
+      `${where} is out of range: --${name} takes ${formatDuration(range.min)} to ${formatDuration(range.max)}`,
+    );
+  }
+  return ms;
+}
+
+function durationError(command: string, name: string, message: string): ConfigSyncError {
+  const range = DURATION_RANGES[name];
+  return new ConfigSyncError('CS_USAGE_BAD_DURATION', 'usage', `${command}: ${message}`, {
+    hint: range
+      ? `give --${name} a duration from ${formatDuration(range.min)} to ${formatDuration(range.max)}, e.g. 90s or 1m30s`
+      : `give --${name} a duration such as 90s or 1m30s`,
+    details: { command, setting: name },
+  });
 }

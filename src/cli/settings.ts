@@ -54,7 +54,12 @@ export function resolveSettings(
   }
   let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
-    ({ values } = parseArgs({ args: [...args], options, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: joinDashValues(args, defs),
+      options,
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (error) {
     throw badFlag(command, (error as Error).message, error);
   }
@@ -102,6 +107,34 @@ export function resolveSettings(
     },
     all: () => ({ ...resolved }),
   };
+}
+
+/**
+ * `--grace -5s` -> `--grace=-5s`. parseArgs takes a value that starts with a dash for a flag of
+ * its own and answers "argument is ambiguous"; joined, the value reaches the setting's own
+ * check, which says what is wrong with it. A following word that is one of the command's flags
+ * is left alone, so a forgotten value is still reported as missing.
+ */
+function joinDashValues(args: readonly string[], defs: readonly SettingDef[]): string[] {
+  const takesValue = new Set(defs.filter((d) => d.type !== 'boolean').map((d) => `--${d.name}`));
+  const flags = new Set(defs.flatMap((d) => [`--${d.name}`, ...(d.short ? [`-${d.short}`] : [])]));
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    const nextFlag = next?.split('=')[0] ?? '';
+    if (
+      takesValue.has(arg) &&
+      next?.startsWith('-') &&
+      next !== '-' &&
+      !flags.has(nextFlag) &&
+      next !== '--'
+    ) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   createTransport,
   type Query,
   type Transport,
+  type TransportOptions,
   type WatchEvent,
   type WatchOptions,
 } from './transport.ts';
@@ -36,8 +37,8 @@ export interface KubeClient {
   watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
 }
 
-export function createKubeClient(scope: Scope): KubeClient {
-  const transport: Transport = createTransport(connectionFor(scope));
+export function createKubeClient(scope: Scope, options: TransportOptions = {}): KubeClient {
+  const transport: Transport = createTransport(connectionFor(scope), options);
   return {
     scope,
     requests: transport.requests,

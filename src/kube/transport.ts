@@ -81,7 +81,26 @@ export interface WatchEvent {
 }
 
 /** Non-watch requests that take longer than this fail (the API answers in milliseconds). */
-const REQUEST_TIMEOUT_MS = 60_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+export interface TransportOptions {
+  /** How long a non-watch request may wait for its whole answer (`--request-timeout`). */
+  readonly requestTimeoutMs?: number;
+  /**
+   * The process is stopping: requests in flight are aborted (watches end cleanly) and new ones
+   * fail at once, so a SIGTERM never waits on a stalled API server.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** A request refused or cut short because the process is stopping. */
+export class TransportStoppedError extends Error {
+  readonly code = 'ECANCELED';
+  constructor(method: string, path: string) {
+    super(`${method} ${path.split('?')[0]}: cancelled, the process is stopping`);
+    this.name = 'TransportStoppedError';
+  }
+}
 
 export interface Transport {
   /** Requests sent, by verb (`get`, `list`, `watch`, `patch`, `create`, ...). */
@@ -137,7 +156,9 @@ function identityKey(server: URL, tls: TlsIdentity): string {
   return hash.digest('hex');
 }
 
-export function createTransport(source: ConnectionSource): Transport {
+export function createTransport(source: ConnectionSource, settings: TransportOptions = {}): Transport {
+  const timeoutMs = settings.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const stopping = settings.signal;
   const requests: Record<string, number> = {};
   let pool: { key: string; agent: http.Agent } | undefined;
 
@@ -193,34 +214,52 @@ export function createTransport(source: ConnectionSource): Transport {
             'content-length': String(payload.length),
           }
         : {};
+      if (stopping?.aborted) throw new TransportStoppedError(method, options.path);
       const request = await open(method, path, headers);
       // (3)
       return new Promise<T>((resolve, reject) => {
-        request.setTimeout(REQUEST_TIMEOUT_MS, () =>
-          request.destroy(
-            Object.assign(
-              new Error(`${method} ${options.path}: no answer in ${REQUEST_TIMEOUT_MS / 1000} s`),
-              {
+        // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
+        // or accepts the connection and never answers, fails as surely as a silent one.
+        const deadline = setTimeout(
+          () =>
+            request.destroy(
+              Object.assign(new Error(`${method} ${options.path}: no answer in ${timeoutMs / 1000} s`), {
                 code: 'ETIMEDOUT',
-              },
+              }),
             ),
-          ),
+          timeoutMs,
         );
-        request.on('error', reject);
+        const onStop = () => request.destroy(new TransportStoppedError(method, options.path));
+        stopping?.addEventListener('abort', onStop, { once: true });
+        const settle = () => {
+          clearTimeout(deadline);
+          stopping?.removeEventListener('abort', onStop);
+        };
+        request.on('error', (error) => {
+          settle();
+          reject(error);
+        });
         request.on('response', (response) => {
-          readBody(response).then((text) => {
-            const body = parseJson(text);
-            const status = response.statusCode ?? 0;
-            if (status >= 200 && status < 300) resolve(body as T);
-            else reject(new ApiStatusError(status, body, method, options.path));
-          }, reject);
+          readBody(response).then(
+            (text) => {
+              settle();
+              const body = parseJson(text);
+              const status = response.statusCode ?? 0;
+              if (status >= 200 && status < 300) resolve(body as T);
+              else reject(new ApiStatusError(status, body, method, options.path));
+            },
+            (error) => {
+              settle();
+              reject(error);
+            },
+          );
         });
         request.end(payload);
       });
     },
 
     async watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
-      if (options.signal.aborted) return;
+      if (options.signal.aborted || stopping?.aborted) return;
       const path = withQuery(options.path, { ...options.query, watch: true });
       const request = await open('GET', path, {});
       return new Promise<void>((resolve, reject) => {
@@ -229,6 +268,7 @@ export function createTransport(source: ConnectionSource): Transport {
           if (settled) return;
           settled = true;
           options.signal.removeEventListener('abort', onAbort);
+          stopping?.removeEventListener('abort', onAbort);
           if (error) reject(error);
           else resolve();
         };
@@ -237,6 +277,7 @@ export function createTransport(source: ConnectionSource): Transport {
           finish();
         };
         options.signal.addEventListener('abort', onAbort, { once: true });
+        stopping?.addEventListener('abort', onAbort, { once: true });
         // The socket's idle timer restarts with every byte, so this fires only on real silence.
         request.setTimeout(options.inactivityMs, () =>
           request.destroy(new Error(`watch ${options.path}: silent for ${options.inactivityMs / 1000} s`)),

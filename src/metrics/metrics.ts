@@ -18,6 +18,8 @@ export interface AgentMetrics {
   readonly propagation: Histogram;
   readonly heals: Counter<'action' | 'result'>;
   readonly apiWatchRestarts: Counter<'kind' | 'reason'>;
+  /** A quorum read before acting found the watch's cached copy behind the API. */
+  readonly staleViews: Counter<'kind'>;
   readonly filePolling: Gauge;
   readonly apiRequests: Counter<'verb'>;
 }
@@ -74,8 +76,14 @@ export function createMetrics(
     }),
     apiWatchRestarts: new Counter({
       name: 'config_sync_api_watch_restarts_total',
-      help: 'API watch reconnects by source kind and reason (closed, error, gone).',
+      help: 'API watch reconnects by source kind and reason (closed, error, gone, resync).',
       labelNames: ['kind', 'reason'],
+      registers,
+    }),
+    staleViews: new Counter({
+      name: 'config_sync_stale_view_total',
+      help: 'Drift accusations withdrawn because a fresh read showed the cached API copy was stale, by source kind.',
+      labelNames: ['kind'],
       registers,
     }),
     filePolling: new Gauge({

@@ -72,7 +72,15 @@ export async function startHttpServer(
   });
   await listenOn(server, listen);
   const closed = new Promise<void>((resolve) => {
-    signal.addEventListener('abort', () => server.close(() => resolve()), { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        server.close(() => resolve());
+        // A scrape in flight or a keep-alive connection must not hold the stop.
+        server.closeAllConnections();
+      },
+      { once: true },
+    );
   });
   const a = server.address() as AddressInfo;
   return { address: `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}`, closed };

@@ -95,6 +95,23 @@ export function snapshotSource(ref: SourceRef, obj: V1ConfigMap | V1Secret, seen
     : snapshotSecret(obj as V1Secret, seenAt);
 }
 
+/**
+ * Whether two reads of one source show the same object: both absent, or both present with the
+ * same uid and resourceVersion (a recreated object has a new uid). An unreadable side is never
+ * the same view, since it shows nothing.
+ */
+export function sameView(a: SourceState | undefined, b: SourceState | undefined): boolean {
+  if (a?.state === 'absent' && b?.state === 'absent') return true;
+  if (a?.state !== 'present' || b?.state !== 'present') return false;
+  return a.snapshot.uid === b.snapshot.uid && a.snapshot.resourceVersion === b.snapshot.resourceVersion;
+}
+
+/** A read's version for logs: the resourceVersion, or what the state is. */
+export function viewVersion(state: SourceState | undefined): string {
+  if (!state) return 'not read';
+  return state.state === 'present' ? state.snapshot.resourceVersion : state.state;
+}
+
 export function refKey(ref: SourceRef): string {
   return `${ref.kind}/${ref.name}`;
 }

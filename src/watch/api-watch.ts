@@ -2,22 +2,30 @@
 // `metadata.name` field selector so that RBAC `resourceNames` can limit the agent to exactly its
 // sources. Every change is handed over as a SourceState (digests only).
 //
+// The cached state is evidence only while the watch is live and synced: a list proved it, and
+// the watch that follows has lost nothing since. The moment that stops being true the source
+// is reported `unreadable`, so its targets are Unknown and nothing acts on them, until a fresh
+// list proves a view again. (Trusting the last copy across a break caused a false restart: a
+// change made during a partition reaches the files through kubelet, and an old cache then calls
+// the correct files drift; issue "Never act on a stale view".)
+//
 // The session, step by step:
 //  (1) list by name -> the object's current state, and the list's resourceVersion;
-//  (2) watch from that resourceVersion, with bookmarks, so a reconnect resumes where it left
-//      off without replaying or missing events;
+//  (2) watch from that resourceVersion, with bookmarks;
 //  (3) ADDED/MODIFIED -> present, DELETED -> absent, BOOKMARK -> remember the version;
-//  (4) the server ends each watch after WATCH_SECONDS: reconnect at once from the last version
-//      (a watch request, not a list);
-//  (5) 410 Gone (the version was compacted away): back to (1), a fresh list;
-//  (6) any other failure: p-retry backoff (0.5 s doubling to 30 s), logged and counted, then
-//      resume from the last version if there is one (a relist only without one); a 403 is
-//      retried too, slowly, since an admin may fix the Role.
+//  (4) the server ends each watch after WATCH_SECONDS: a clean end loses nothing, so reconnect
+//      at once from the last version (a watch request, not a list), still live;
+//  (5) 410 Gone (the version left the server's watch cache, e.g. after an API server restart):
+//      not live; relist at once, with no backoff, since the server is up and answering;
+//  (6) any other failure (connection refused or reset, a silent stream, a non-2xx answer):
+//      not live; p-retry backoff (0.5 s doubling to MAX_BACKOFF_MS, randomized so replicas
+//      do not return in step), logged and counted, then a fresh list. A 403 is retried too,
+//      slowly, since an admin may fix the Role;
+//  (7) resync() (the agent saw a quorum read disagree with this cache): drop the stream and
+//      relist, as in (5).
 //
 // The API server sends a bookmark on a quiet watch only about once a minute, so the inactivity
 // limit sits above that interval: a dead connection is still noticed, a quiet one is not killed.
-// (client-node's Watch, used before, aborted after 30 s of silence, which re-listed every quiet
-// watch every 30 s at idle.)
 import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
@@ -28,18 +36,29 @@ import { type SourceState, snapshotSource } from '../verify/source.ts';
 
 export interface SourceWatchEvents {
   onState(state: SourceState): void;
-  onRestart(reason: 'closed' | 'error' | 'gone', detail?: string): void;
+  onRestart(reason: 'closed' | 'error' | 'gone' | 'resync', detail?: string): void;
 }
 
 class GoneError extends Error {}
+class ResyncRequested extends Error {}
 
 /** The server ends each watch after this long; reconnecting from the last version is cheap. */
 const WATCH_SECONDS = 300;
 /** Abort a watch that has been silent this long (bookmarks arrive about once a minute). */
 const INACTIVITY_MS = 90_000;
+/**
+ * The longest wait between attempts while the API cannot be reached. Short enough that an
+ * agent is not blind for long after the API is back (it was 30 s), long enough, with jitter,
+ * that every replica in a cluster does not relist at once.
+ */
+const MAX_BACKOFF_MS = 8_000;
+/** Relists at once after a 410 or a resync before the backoff applies. */
+const QUICK_RELISTS = 2;
 
 export class SourceWatch {
   private resourceVersion: string | undefined;
+  private needList = true;
+  private stream: AbortController | undefined;
   private readonly client: KubeClient;
   private readonly namespace: string;
   private readonly ref: SourceRef;
@@ -70,12 +89,26 @@ export class SourceWatch {
     return { state: 'present', snapshot: snapshotSource(this.ref, obj, this.clock()) };
   }
 
+  /** The cache is no longer evidence: its targets become Unknown until a list proves a view. */
+  private notLive(why: string): void {
+    this.needList = true;
+    this.resourceVersion = undefined;
+    this.events.onState({ state: 'unreadable', ref: this.ref, reason: `API watch not live: ${why}` });
+  }
+
+  /** (7) Drop the current stream and relist at once. */
+  resync(): void {
+    this.needList = true;
+    this.stream?.abort(new ResyncRequested('resync'));
+  }
+
   // (1)
   private async list(): Promise<void> {
     const fieldSelector = `metadata.name=${this.ref.name}`;
     try {
       const list = await this.client.get<V1ConfigMapList | V1SecretList>(this.path, { fieldSelector });
       this.resourceVersion = list.metadata?.resourceVersion;
+      this.needList = false;
       const item = list.items[0];
       // The first list reports the object as it is; its changedAt comes from the API alone.
       this.events.onState(
@@ -85,17 +118,11 @@ export class SourceWatch {
       );
     } catch (error) {
       const resource = SOURCE_RESOURCE[this.ref.kind];
-      const explained = explainApiError(
+      throw explainApiError(
         error,
         { verb: 'list', resource, namespace: this.namespace, name: this.ref.name },
         this.client.scope,
       );
-      this.events.onState({
-        state: 'unreadable',
-        ref: this.ref,
-        reason: `${explained.code}: ${explained.message}`,
-      });
-      throw explained;
     }
   }
 
@@ -109,6 +136,7 @@ export class SourceWatch {
     if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
     let failure: Error | undefined;
     const stream = new AbortController();
+    this.stream = stream;
     const stop = () => stream.abort();
     signal.addEventListener('abort', stop, { once: true });
     try {
@@ -133,39 +161,54 @@ export class SourceWatch {
       throw error;
     } finally {
       signal.removeEventListener('abort', stop);
+      this.stream = undefined;
     }
     if (failure) throw failure;
+    if (stream.signal.reason instanceof ResyncRequested) throw stream.signal.reason;
+  }
+
+  /**
+   * One run of list-and-watch: returns on a clean end of the watch (4); a 410 or a resync
+   * relists at once (5, 7), up to QUICK_RELISTS times in a row (a server that answers 410 to
+   * every fresh list is in a state a relist does not fix: then the backoff applies); other
+   * failures throw for p-retry (6).
+   */
+  private async session(signal: AbortSignal): Promise<void> {
+    for (let quick = 0; ; quick++) {
+      if (this.needList) await this.list();
+      try {
+        // (2)
+        await this.watchOnce(signal);
+        return;
+      } catch (error) {
+        const relist = error instanceof GoneError || error instanceof ResyncRequested;
+        if (!relist || quick >= QUICK_RELISTS || signal.aborted) throw error;
+        this.events.onRestart(error instanceof GoneError ? 'gone' : 'resync');
+        this.notLive(error instanceof GoneError ? '410 Gone, relisting' : 'resync requested, relisting');
+      }
+    }
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    let needList = true;
     while (!signal.aborted) {
       try {
-        await pRetry(
-          async () => {
-            if (needList) {
-              await this.list();
-              needList = false;
-            }
-            // (2)
-            await this.watchOnce(signal);
+        await pRetry(() => this.session(signal), {
+          retries: Number.POSITIVE_INFINITY,
+          minTimeout: 500,
+          maxTimeout: MAX_BACKOFF_MS,
+          randomize: true,
+          signal,
+          onFailedAttempt: ({ error }) => {
+            // (6)
+            if (signal.aborted) return;
+            const gone = error instanceof GoneError;
+            const detail = gone
+              ? `410 Gone after ${QUICK_RELISTS} relists in a row`
+              : (error as Error).message;
+            this.notLive(detail);
+            this.events.onRestart(gone ? 'gone' : 'error', detail);
           },
-          {
-            retries: Number.POSITIVE_INFINITY,
-            minTimeout: 500,
-            maxTimeout: 30_000,
-            signal,
-            onFailedAttempt: ({ error }) => {
-              // (5) and (6)
-              const gone = error instanceof GoneError;
-              if (gone || this.resourceVersion === undefined) {
-                needList = true;
-                this.resourceVersion = undefined;
-              }
-              this.events.onRestart(gone ? 'gone' : 'error', gone ? undefined : (error as Error).message);
-            },
-          },
-        );
+        });
         // (4)
         if (!signal.aborted) this.events.onRestart('closed');
       } catch (error) {

@@ -1,10 +1,9 @@
 // The API watch of one source against the real API server, through config-sync's own transport
 // and as a ServiceAccount limited by resourceNames: one list, then a change and a deletion
-// arrive as states over the watch, with no second list.
-//
-// Not covered here: the relist on 410 Gone. The API server answers a watch from an old version
-// out of its watch cache (or with the current state as ADDED) unless that version has left the
-// cache, which takes minutes of churn, so a test cannot provoke it in reasonable time.
+// arrive as states over the watch, with no second list. Then the faults, through the test's own
+// proxy (test/cluster/api-proxy.ts): a broken connection makes the cached copy "not live" at
+// once and a fresh list makes it live again; a 410 Gone relists at once, even after an outage
+// that grew the backoff.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,13 +12,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.ts';
 import type { SourceState } from '../../src/verify/source.ts';
 import { SourceWatch } from '../../src/watch/api-watch.ts';
+import { ApiProxy } from '../cluster/api-proxy.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
-import { layInClusterDir } from '../cluster/in-cluster.ts';
+import { type InClusterLayout, layInClusterDir } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, useNamespace } from './support.ts';
 
 const ns = useNamespace('api-watch');
 let client: KubeClient;
+let layout: InClusterLayout;
 
 beforeAll(async () => {
   await ns.admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({
@@ -33,7 +34,7 @@ beforeAll(async () => {
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['app'], verbs: ['get', 'list', 'watch'] },
     ],
   });
-  const layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'api-watch-')), controlPlane(), {
+  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'api-watch-')), controlPlane(), {
     token: agent.token,
     namespace: ns.name,
   });
@@ -85,6 +86,112 @@ describe('a source watch', () => {
     } finally {
       stop.abort();
       await running;
+    }
+  });
+});
+
+/** A SourceWatch of ConfigMap/app through `proxy`, recording its states and restarts. */
+async function watchThrough(proxy: ApiProxy) {
+  const viaProxy = await inClusterClient({ ...layout, env: proxy.env }, ns.name);
+  const states: SourceState[] = [];
+  const restarts: string[] = [];
+  const stop = new AbortController();
+  const watch = new SourceWatch(
+    viaProxy,
+    ns.name,
+    { kind: 'ConfigMap', name: 'app' },
+    {
+      onState: (state) => states.push(state),
+      onRestart: (reason) => restarts.push(reason),
+    },
+  );
+  const running = watch.start(stop.signal);
+  return {
+    states,
+    restarts,
+    async close() {
+      stop.abort();
+      await running;
+    },
+  };
+}
+
+describe('a source watch under faults', () => {
+  const core = () => ns.admin.makeApiClient(CoreV1Api);
+
+  it('a cut connection makes the copy not live at once; a fresh list after the cut makes it live', async () => {
+    await core().createNamespacedConfigMap({
+      namespace: ns.name,
+      body: { metadata: { name: 'app' }, data: { 'app.yaml': 'level: info\n' } },
+    });
+    const proxy = await ApiProxy.start(controlPlane());
+    const w = await watchThrough(proxy);
+    try {
+      await waitFor(() => (proxy.count('watch') === 1 ? true : undefined), { what: 'the watch to open' });
+      proxy.cut();
+      const notLive = await waitFor(() => w.states.find((s) => s.state === 'unreadable'), {
+        what: 'the source reported not live',
+      });
+      expect(notLive.state === 'unreadable' && notLive.reason).toMatch(/^API watch not live/);
+      // A change made while the agent cannot see the API: the copy it had is not evidence.
+      await core().replaceNamespacedConfigMap({
+        name: 'app',
+        namespace: ns.name,
+        body: { metadata: { name: 'app' }, data: { 'app.yaml': 'level: debug\n' } },
+      });
+      const listsBefore = proxy.count('list');
+      proxy.resume();
+      const live = await waitFor(
+        () => {
+          const last = w.states.at(-1);
+          return last?.state === 'present' && proxy.count('list') > listsBefore ? last : undefined;
+        },
+        { what: 'a fresh list after the cut', timeoutMs: 20_000 },
+      );
+      const current = await core().readNamespacedConfigMap({ name: 'app', namespace: ns.name });
+      expect(live.state === 'present' && live.snapshot.resourceVersion).toBe(
+        current.metadata?.resourceVersion,
+      );
+      expect(w.restarts).toContain('error');
+    } finally {
+      await w.close();
+      await proxy.stop();
+    }
+  });
+
+  it('a 410 Gone relists at once, even after an outage grew the backoff', async () => {
+    const proxy = await ApiProxy.start(controlPlane());
+    const w = await watchThrough(proxy);
+    try {
+      await waitFor(() => (proxy.count('watch') === 1 ? true : undefined), { what: 'the watch to open' });
+      // An outage long enough for several failed attempts, each backing off longer.
+      proxy.cut();
+      await waitFor(() => (w.restarts.filter((r) => r === 'error').length >= 4 ? true : undefined), {
+        what: 'four failed attempts during the outage',
+        timeoutMs: 30_000,
+      });
+      // The API server is back, with a watch cache that no longer has the agent's version.
+      proxy.answerGone(1);
+      proxy.resume();
+      const gone = await waitFor(
+        () => {
+          const i = proxy.requests.findIndex((r) => r.gone);
+          return i >= 0 ? i : undefined;
+        },
+        { what: 'a watch answered 410 Gone', timeoutMs: 20_000 },
+      );
+      const relist = await waitFor(() => proxy.requests.slice(gone + 1).find((r) => r.verb === 'list'), {
+        what: 'the relist after the 410',
+        timeoutMs: 20_000,
+      });
+      // "At once": no backoff between the 410 and the relist.
+      expect(relist.at - (proxy.requests[gone]?.at ?? 0)).toBeLessThan(1_000);
+      await waitFor(() => (w.states.at(-1)?.state === 'present' ? true : undefined), {
+        what: 'the source live again',
+      });
+    } finally {
+      await w.close();
+      await proxy.stop();
     }
   });
 });

@@ -5,6 +5,7 @@ import { expectEnv, expectVolume } from '../../src/verify/expected.ts';
 import {
   type SourceSnapshot,
   type SourceState,
+  sameView,
   sha256,
   snapshotConfigMap,
   snapshotSecret,
@@ -296,5 +297,37 @@ describe('env targets', () => {
     const { verdict } = decide(env, expectation, { baseline: before }, {}, T0 + 6000, policy, digest);
     expect(verdict).toMatchObject({ state: 'Drifted', reason: 'EnvStale', target: 'app:env:Secret/db' });
     expect(JSON.stringify(verdict)).not.toContain('two');
+  });
+});
+
+describe('sameView: two reads of one source show the same object', () => {
+  const present = (uid: string, resourceVersion: string): SourceState => ({
+    state: 'present',
+    snapshot: {
+      ref: { kind: 'ConfigMap', name: 'app' },
+      uid,
+      resourceVersion,
+      immutable: false,
+      changedAt: undefined,
+      keys: new Map(),
+    },
+  });
+  const absent: SourceState = { state: 'absent', ref: { kind: 'ConfigMap', name: 'app' } };
+  const unreadable: SourceState = {
+    state: 'unreadable',
+    ref: { kind: 'ConfigMap', name: 'app' },
+    reason: 'x',
+  };
+
+  it.each([
+    ['same uid and version', present('u1', '5'), present('u1', '5'), true],
+    ['a newer version', present('u1', '5'), present('u1', '6'), false],
+    ['recreated under the same name', present('u1', '5'), present('u2', '5'), false],
+    ['both absent', absent, absent, true],
+    ['deleted since', present('u1', '5'), absent, false],
+    ['unreadable shows nothing', unreadable, unreadable, false],
+    ['never read', undefined, present('u1', '5'), false],
+  ])('%s', (_what, a, b, same) => {
+    expect(sameView(a, b)).toBe(same);
   });
 });

@@ -1,16 +1,17 @@
-import { startAgent } from '../../agent/agent.ts';
-import { openRuntime } from '../../agent/runtime.ts';
-import { parseDuration, targetSettings } from '../../agent/settings.ts';
+import type { Logger } from 'pino';
+import { type AgentHandle, startAgent } from '../../agent/agent.ts';
+import { openRuntime, type Runtime } from '../../agent/runtime.ts';
+import { durationSetting, targetSettings } from '../../agent/settings.ts';
 import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { createLogger, type LogLevel } from '../../log.ts';
 import { createMetrics } from '../../metrics/metrics.ts';
-import { startHttpServer } from '../../metrics/server.ts';
+import { parseListen, startHttpServer } from '../../metrics/server.ts';
 import type { CliIO } from '../io.ts';
 import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
 import { versionInfo } from '../version.ts';
 import type { Command } from './command.ts';
 
-const defs: readonly SettingDef[] = [
+export const agentSettings: readonly SettingDef[] = [
   ...targetSettings,
   {
     name: 'listen',
@@ -54,12 +55,15 @@ const defs: readonly SettingDef[] = [
   },
 ];
 
+/** After SIGTERM the process is gone within 5 s, whatever the API server does. */
+const STOP_DEADLINE_MS = 4_500;
+
 export const agentCommand: Command = {
   name: 'agent',
   summary: 'run beside the app: watch the mounts and the API, heal drift once, export metrics',
-  usage: `config-sync agent [flags]\n\nFlags:\n${flagHelp(defs)}\n\nStops on SIGTERM or SIGINT: watches closed, logs flushed, exit 0.`,
+  usage: `config-sync agent [flags]\n\nFlags:\n${flagHelp(agentSettings)}\n\nStops on SIGTERM or SIGINT: watches closed, logs flushed, exit 0.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-    const settings = resolveSettings('agent', defs, args, env);
+    const settings = resolveSettings('agent', agentSettings, args, env);
     const level = settings.string('log-level')?.value ?? 'info';
     if (!['debug', 'info', 'warn', 'error'].includes(level)) {
       throw new ConfigSyncError(
@@ -71,14 +75,39 @@ export const agentCommand: Command = {
         },
       );
     }
-    const duration = (name: string) => parseDuration('agent', name, settings.string(name)?.value ?? '');
+    const listen = settings.string('listen')?.value ?? ':9464';
+    parseListen(listen);
+    const duration = (name: string) => durationSetting('agent', settings, name);
     const options = {
       resyncMs: duration('resync'),
       pollMs: duration('poll'),
       heartbeatMs: duration('heartbeat'),
     };
-    const rt = await openRuntime('agent', settings, env);
-    const log = createLogger(
+    // Signals first: a SIGTERM while the runtime opens (a slow or stalled API server) must stop
+    // the process too, not wait for the request to time out.
+    const controller = new AbortController();
+    let log: Logger | undefined;
+    const stop = (sig: string) => {
+      log?.info({ signal: sig }, 'stopping');
+      controller.abort();
+      // The backstop of the 5 s promise: everything in flight is aborted by now, so this fires
+      // only if something ignored the abort. unref(): it never keeps a clean stop waiting.
+      setTimeout(() => {
+        log?.error({ signal: sig }, 'still running 4.5 s after the stop signal: exiting');
+        process.exit(EXIT.ok);
+      }, STOP_DEADLINE_MS).unref();
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+
+    let rt: Runtime;
+    try {
+      rt = await openRuntime('agent', settings, env, controller.signal);
+    } catch (error) {
+      if (controller.signal.aborted) return EXIT.ok;
+      throw error;
+    }
+    log = createLogger(
       level as LogLevel,
       { namespace: rt.namespace, pod: rt.pod?.metadata?.name ?? '' },
       io.stdout,
@@ -103,23 +132,19 @@ export const agentCommand: Command = {
     for (const d of scope.disagreements) log.warn({ chosen: d.chosen, other: d.other }, d.message);
     for (const n of rt.notes) log.info(n);
 
-    const controller = new AbortController();
-    const stop = (sig: string) => {
-      log.info({ signal: sig }, 'stopping');
-      controller.abort();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
-
+    // Listen before anything starts: an address that cannot be had (in use, not on this
+    // machine) is a configuration error that ends the process at once, not an agent left
+    // running with no health or metrics endpoint.
     const metrics = createMetrics(() => rt.client.requests);
-    const agent = startAgent({ rt, log, metrics, options }, controller.signal);
+    let agent: AgentHandle | undefined;
     const http = await startHttpServer(
-      settings.string('listen')?.value ?? ':9464',
+      listen,
       metrics,
-      agent,
+      { ready: () => agent?.ready() ?? false, live: () => agent?.live() ?? true },
       controller.signal,
     );
     log.info({ address: http.address }, 'listening');
+    agent = startAgent({ rt, log, metrics, options }, controller.signal);
     await Promise.all([agent.done, http.closed]);
     log.info('stopped');
     return EXIT.ok;

@@ -1,0 +1,195 @@
+// A fault-injecting HTTPS proxy between one agent and the test API server, on 127.0.0.1: the
+// network between them, under the test's control. It terminates TLS with the API server's own
+// serving certificate (so the agent's CA bundle trusts it and nothing about the agent changes
+// but KUBERNETES_SERVICE_PORT) and forwards every request, Authorization header included, over
+// a TLS connection of its own to the real API server.
+//
+// Faults:
+//  - stall(): a partition that drops packets. Open streams stop delivering (nothing is lost:
+//    the bytes wait, as TCP retransmits them), new requests wait unanswered. resume() ends it.
+//  - cut(): a partition that resets, or an API server that died: every open connection is
+//    destroyed, new ones are reset at once until resume().
+//  - stallWatches(): only the open watch streams stop delivering, as when a watch connection
+//    hangs half-open while new connections work.
+//  - answerGone(n): the next n watch requests are answered with a 410 Gone watch event, as an
+//    API server answers a resourceVersion that left its watch cache (after a restart, say).
+//  - endWatches(): the open watch streams end cleanly, as the server ends them at timeoutSeconds.
+// Every request is counted by verb, with when it arrived, so a test can see a relist happen.
+import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import path from 'node:path';
+import { verbOf } from '../../src/kube/transport.ts';
+import type { ControlPlaneInfo } from './control-plane.ts';
+
+export interface ProxiedRequest {
+  readonly verb: string;
+  readonly path: string;
+  readonly at: number;
+  /** Answered with a forced 410 Gone (answerGone). */
+  gone?: boolean;
+}
+
+type Mode = 'pass' | 'stall' | 'cut';
+
+export class ApiProxy {
+  readonly requests: ProxiedRequest[] = [];
+  private mode: Mode = 'pass';
+  private goneLeft = 0;
+  private readonly sockets = new Set<Socket>();
+  private readonly held: (() => void)[] = [];
+  private readonly streams = new Set<{
+    pause(): void;
+    resume(): void;
+    end(): void;
+    watch: boolean;
+  }>();
+
+  private readonly server: https.Server;
+  readonly port: number;
+
+  private constructor(server: https.Server, port: number) {
+    this.server = server;
+    this.port = port;
+  }
+
+  static async start(info: ControlPlaneInfo): Promise<ApiProxy> {
+    const certDir = path.join(info.dataDir, 'apiserver-certs');
+    const server = https.createServer({
+      cert: fs.readFileSync(path.join(certDir, 'apiserver.crt')),
+      key: fs.readFileSync(path.join(certDir, 'apiserver.key')),
+    });
+    const upstream = new https.Agent({ keepAlive: true, ca: info.caPem });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const proxy = new ApiProxy(server, (server.address() as AddressInfo).port);
+    server.on('secureConnection', (socket: Socket) => {
+      if (proxy.mode === 'cut') {
+        socket.destroy();
+        return;
+      }
+      proxy.sockets.add(socket);
+      socket.once('close', () => proxy.sockets.delete(socket));
+    });
+    server.on('request', (req, res) => {
+      const verb = verbOf(req.method, req.url);
+      const record: ProxiedRequest = { verb, path: req.url ?? '', at: Date.now() };
+      proxy.requests.push(record);
+      const forward = () => {
+        if (proxy.mode === 'cut') {
+          req.socket.destroy();
+          return;
+        }
+        if (verb === 'watch' && proxy.goneLeft > 0) {
+          proxy.goneLeft -= 1;
+          record.gone = true;
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            `${JSON.stringify({
+              type: 'ERROR',
+              object: {
+                kind: 'Status',
+                apiVersion: 'v1',
+                status: 'Failure',
+                message: 'too old resource version (forced by the test proxy)',
+                reason: 'Expired',
+                code: 410,
+              },
+            })}\n`,
+          );
+          return;
+        }
+        const out = https.request({
+          host: info.host,
+          port: info.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: `${info.host}:${info.port}` },
+          agent: upstream,
+        });
+        out.on('error', () => res.destroy());
+        res.on('close', () => out.destroy());
+        out.on('response', (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          // pipe() resumes its source whenever the destination drains, so a pause that must
+          // hold takes the pipe apart; the bytes wait in the upstream response until resume.
+          const stream = {
+            watch: verb === 'watch',
+            pause: () => {
+              answer.unpipe(res);
+              answer.pause();
+            },
+            resume: () => {
+              answer.pipe(res);
+              answer.resume();
+            },
+            end: () => {
+              answer.destroy();
+              res.end();
+            },
+          };
+          proxy.streams.add(stream);
+          res.on('close', () => proxy.streams.delete(stream));
+          if (proxy.mode === 'stall') answer.pause();
+          else answer.pipe(res);
+        });
+        req.pipe(out);
+      };
+      if (proxy.mode === 'stall') proxy.held.push(forward);
+      else forward();
+    });
+    return proxy;
+  }
+
+  /** Environment that points an in-cluster agent at this proxy instead of the API server. */
+  get env(): { KUBERNETES_SERVICE_HOST: string; KUBERNETES_SERVICE_PORT: string } {
+    return { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(this.port) };
+  }
+
+  stall(): void {
+    this.mode = 'stall';
+    for (const s of this.streams) s.pause();
+  }
+
+  /** Only the open watch streams stop delivering; every other request passes. resume() ends it. */
+  stallWatches(): void {
+    for (const s of this.streams) if (s.watch) s.pause();
+  }
+
+  cut(): void {
+    this.mode = 'cut';
+    this.held.splice(0);
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  resume(): void {
+    this.mode = 'pass';
+    for (const s of this.streams) s.resume();
+    for (const forward of this.held.splice(0)) forward();
+  }
+
+  answerGone(count = 1): void {
+    this.goneLeft = count;
+  }
+
+  endWatches(): void {
+    for (const s of this.streams) if (s.watch) s.end();
+  }
+
+  /**
+   * Requests a stall keeps from their answer: those held before forwarding, and those whose
+   * answer was under way (a request, not a watch) when the stall began.
+   */
+  get pending(): number {
+    return this.held.length + [...this.streams].filter((s) => !s.watch).length;
+  }
+
+  /** Requests of one verb that arrived after `since` (ms since the epoch). */
+  count(verb: string, since = 0): number {
+    return this.requests.filter((r) => r.verb === verb && r.at >= since).length;
+  }
+
+  async stop(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,169 @@
+// Never act on a stale view: the agent as a process, in a Pod of the real API server, reaching
+// the API through the test's own proxy (test/cluster/api-proxy.ts) that can stall or cut the
+// network between them. In every scenario a change is made while the agent cannot see it, and
+// kubelet delivers it at once, so the files on disk are right and the agent's copy of the
+// ConfigMap is old: calling that drift would restart a healthy workload.
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiProxy } from '../cluster/api-proxy.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { controlPlane, useNamespace } from './support.ts';
+import {
+  AgentProcess,
+  type AppPod,
+  createApp,
+  sample,
+  templateAnnotations,
+  updateConfig,
+  writeMount,
+} from './support-app.ts';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+/** An app Pod whose agent reaches the API only through a fresh proxy. */
+async function agentBehindProxy(admin: KubeConfig, namespace: string, args: string[]) {
+  const [pod] = (await createApp(admin, namespace, 1)) as [AppPod];
+  const proxy = await ApiProxy.start(controlPlane());
+  cleanup.push(() => proxy.stop());
+  const agent = AgentProcess.start({ ...pod, env: { ...pod.env, ...proxy.env } }, args);
+  cleanup.push(() => agent.stop());
+  await agent.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
+  // The first status write done, so no fault below catches it in flight.
+  await waitFor(
+    async () => {
+      const p = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name: pod.name, namespace });
+      return (
+        p.status?.conditions?.some((c) => c.type === 'config-sync.io/InSync' && c.status === 'True') &&
+        p.metadata?.annotations?.['config-sync.io/last-config-sync'] !== undefined
+      );
+    },
+    { what: 'the InSync condition written' },
+  );
+  return { pod, proxy, agent };
+}
+
+async function eventReasons(admin: KubeConfig, namespace: string, pod: string): Promise<string[]> {
+  const list = await admin
+    .makeApiClient(CoreV1Api)
+    .listNamespacedEvent({ namespace, fieldSelector: `involvedObject.name=${pod}` });
+  return list.items.map((e) => e.reason ?? '');
+}
+
+const CHANGED = { 'app.yaml': 'level: debug\n' };
+
+describe('a watch that hangs half-open while requests still pass', () => {
+  const ns = useNamespace('stale-watch');
+
+  it('a fresh read before acting corrects the stale copy: no restart, no Drifted Event', async () => {
+    const { pod, proxy, agent } = await agentBehindProxy(ns.admin, ns.name, ['--grace', '2s']);
+    proxy.stallWatches();
+    await updateConfig(ns.admin, ns.name, CHANGED);
+    writeMount(pod.mountRoot, CHANGED);
+
+    await agent.waitFor((l) => l.msg.startsWith('the cached copy was stale'), 'the stale copy corrected');
+    // The drift was withdrawn before it was reported: the verdict never left InSync.
+    const metrics = await waitFor(
+      async () => {
+        const text = await agent.metrics();
+        return sample(text, 'config_sync_in_sync') === 1 ? text : undefined;
+      },
+      { what: 'in sync on the corrected copy' },
+    );
+    expect(sample(metrics, 'config_sync_stale_view_total', { kind: 'ConfigMap' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sample(metrics, 'config_sync_api_watch_restarts_total', { kind: 'ConfigMap', reason: 'resync' }),
+    ).toBe(1);
+    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+  });
+});
+
+describe('a partition that drops packets', () => {
+  const ns = useNamespace('stale-partition');
+
+  it('drift it cannot confirm is Unknown, not acted on; after the partition it is InSync', async () => {
+    const { pod, proxy, agent } = await agentBehindProxy(ns.admin, ns.name, [
+      '--grace',
+      '2s',
+      '--request-timeout',
+      '2s',
+    ]);
+    proxy.stall();
+    await updateConfig(ns.admin, ns.name, CHANGED);
+    writeMount(pod.mountRoot, CHANGED);
+
+    const verdict = await agent.waitFor(
+      (l) => l.state === 'Unknown' || l.state === 'Drifted',
+      'a verdict on the changed files',
+    );
+    expect(verdict.state).toBe('Unknown');
+    expect(String(verdict.msg)).toMatch(/could not confirm/);
+
+    const mark = agent.lines.length;
+    proxy.resume();
+    await waitFor(() => agent.lines.slice(mark).find((l) => l.state === 'InSync'), {
+      what: 'InSync after the partition',
+      timeoutMs: 30_000,
+    });
+    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+  });
+});
+
+describe('the API server gone and back, with a watch cache that lost the version', () => {
+  const ns = useNamespace('stale-restart');
+
+  it('the copy is not evidence while the watch is down; a 410 on return relists at once; no restart', async () => {
+    const { pod, proxy, agent } = await agentBehindProxy(ns.admin, ns.name, ['--grace', '2s']);
+    proxy.cut();
+    const notLive = await agent.waitFor((l) => l.state === 'Unknown', 'Unknown while the API is down');
+    expect(String(notLive.msg)).toMatch(/API watch not live/);
+    await updateConfig(ns.admin, ns.name, CHANGED);
+    writeMount(pod.mountRoot, CHANGED);
+    // Long enough for the backoff to grow past a few seconds.
+    await agent.waitFor(
+      () => agent.lines.filter((l) => l.msg === 'API watch restarting').length >= 4,
+      'four failed attempts while the API is down',
+    );
+
+    const mark = agent.lines.length;
+    proxy.answerGone(1);
+    proxy.resume();
+    await waitFor(() => agent.lines.slice(mark).find((l) => l.state === 'InSync'), {
+      what: 'InSync once the API is back',
+      timeoutMs: 30_000,
+    });
+    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+  });
+});
+
+describe('stopping while the API hangs', () => {
+  const ns = useNamespace('stale-stop');
+
+  it('SIGTERM aborts what is in flight: the process is gone within 5 s, exit 0', async () => {
+    const { pod, proxy, agent } = await agentBehindProxy(ns.admin, ns.name, [
+      '--grace',
+      '2s',
+      '--request-timeout',
+      '5m',
+    ]);
+    proxy.stall();
+    // Files tampered with on disk: the agent writes its condition and reads the API before
+    // acting, and hangs on whichever request comes first.
+    writeMount(pod.mountRoot, { 'app.yaml': 'tampered: true\n' });
+    await waitFor(() => (proxy.pending > 0 ? true : undefined), {
+      what: 'a request the stalled API holds unanswered',
+    });
+    const t0 = Date.now();
+    expect(await agent.stop()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(agent.lines.at(-1)?.msg).toBe('stopped');
+  });
+});
