@@ -7,6 +7,7 @@
 // runs as `default`.
 import type { V1Pod } from '@kubernetes/client-node';
 import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from '../inject/sidecar.ts';
+import { podShapeProblem } from './review.ts';
 
 export interface AdmissionReview {
   readonly apiVersion?: string;
@@ -33,7 +34,7 @@ export interface MutationResult {
 }
 
 /**
- * Steps: (1) only a Pod with containers; (2) already carrying the sidecar: nothing (a Pod seen
+ * Steps: (1) only a Pod with containers, of a shape it can read (review.ts); (2) already carrying the sidecar: nothing (a Pod seen
  * twice, by reinvocation or by both selectors, is patched once); (3) no ConfigMap or Secret
  * mounted, or the token turned off: nothing, with a warning; (4) otherwise one JSON Patch op
  * that appends the sidecar to the init containers. Every answer allows the Pod: config-sync
@@ -51,6 +52,12 @@ export function mutatePod(review: AdmissionReview, options: SidecarOptions): Mut
     decision,
   });
   // (1)
+  const problem = podShapeProblem(pod);
+  if (problem) {
+    return allow('a Pod it cannot read', {
+      warnings: [`config-sync not injected: the Pod could not be read (${problem})`],
+    });
+  }
   if (!pod?.spec || pod.kind !== 'Pod' || !Array.isArray(pod.spec.containers))
     return allow('not a Pod with containers');
   const spec = pod.spec;

@@ -5,12 +5,14 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { ConfigSyncError } from '../errors.ts';
 import type { SidecarOptions } from '../inject/sidecar.ts';
 import { listenOn } from '../metrics/server.ts';
 import { statSignature } from '../watch/file-watch.ts';
-import { type AdmissionReview, mutatePod } from './mutate.ts';
+import { type AdmissionReview, type MutationResult, mutatePod } from './mutate.ts';
+import { readReview } from './review.ts';
 
 export interface WebhookOptions {
   readonly listen: string;
@@ -21,9 +23,15 @@ export interface WebhookOptions {
   readonly certPollMs: number;
 }
 
+/**
+ * The certificate and key, read and checked together: a file that is not PEM, or a key that
+ * does not belong to the certificate, is a configuration error naming both files (exit 2),
+ * not an internal crash.
+ */
 function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
+  let pair: { cert: Buffer; key: Buffer };
   try {
-    return { cert: fs.readFileSync(options.certFile), key: fs.readFileSync(options.keyFile) };
+    pair = { cert: fs.readFileSync(options.certFile), key: fs.readFileSync(options.keyFile) };
   } catch (error) {
     throw new ConfigSyncError(
       'CS_CONFIG_TLS',
@@ -35,15 +43,58 @@ function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
       },
     );
   }
+  try {
+    tls.createSecureContext(pair);
+  } catch (error) {
+    throw new ConfigSyncError(
+      'CS_CONFIG_TLS',
+      'config',
+      `webhook: the TLS certificate ${options.certFile} and key ${options.keyFile} cannot be used: ${(error as Error).message}`,
+      {
+        hint: 'both must be PEM, and the key must be the one the certificate was issued for (tls.crt and tls.key of one Secret)',
+        cause: error,
+      },
+    );
+  }
+  return pair;
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
+
+/** A string field of the request for the log, or nothing: a hostile body may put anything there. */
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value.slice(0, 253) : undefined;
+}
 
 export async function startWebhook(
   options: WebhookOptions,
   log: Logger,
   signal: AbortSignal,
 ): Promise<{ address: string; closed: Promise<void> }> {
+  // The last line of defence: a mutation that throws on a Pod the shape check let through
+  // still answers "allowed" (config-sync never blocks a Pod) and the process keeps serving.
+  const decide = (review: AdmissionReview): MutationResult => {
+    try {
+      return mutatePod(review, options.sidecar);
+    } catch (error) {
+      log.error(
+        { err: (error as Error).message },
+        'admission: the mutation failed; allowing the Pod unchanged',
+      );
+      return {
+        decision: 'failed',
+        review: {
+          apiVersion: 'admission.k8s.io/v1',
+          kind: 'AdmissionReview',
+          response: {
+            uid: String(review.request?.uid ?? ''),
+            allowed: true,
+            warnings: ['config-sync not injected: the webhook could not process this Pod'],
+          },
+        },
+      };
+    }
+  };
   const server = https.createServer(readPair(options), (req, res) => {
     if (req.method === 'GET' && req.url === '/healthz') {
       res.writeHead(200).end('ok\n');
@@ -60,18 +111,29 @@ export async function startWebhook(
       if (size > MAX_BODY) req.destroy();
       else chunks.push(c);
     });
+    req.on('error', () => res.destroy());
     req.on('end', () => {
-      let review: AdmissionReview;
+      let body: unknown;
       try {
-        review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       } catch {
-        res.writeHead(400).end('not an AdmissionReview\n');
+        res.writeHead(400).end('not an AdmissionReview: the body is not JSON\n');
         return;
       }
-      const { review: answer, decision } = mutatePod(review, options.sidecar);
-      const pod = review.request?.object?.metadata;
+      const read = readReview(body);
+      if ('invalid' in read) {
+        res.writeHead(400).end(`not an AdmissionReview: ${read.invalid}\n`);
+        return;
+      }
+      const { review } = read;
+      const { review: answer, decision } = decide(review);
+      const meta = review.request?.object?.metadata;
       log.info(
-        { namespace: review.request?.namespace, pod: pod?.name ?? pod?.generateName, decision },
+        {
+          namespace: text(review.request?.namespace),
+          pod: text(meta?.name) ?? text(meta?.generateName),
+          decision,
+        },
         'admission',
       );
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
