@@ -1,5 +1,6 @@
 // What every command that acts like the agent starts from: the resolved scope, the one client,
 // its own Pod, the targets, and the settings that shape decisions. Built once per process.
+import fs from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -17,6 +18,7 @@ import { ANNOTATION, type HealPolicy } from '../heal/planner.ts';
 import type { ReloadTrigger } from '../heal/reload.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { isObjectName } from '../kube/names.ts';
 import { resourcePath } from '../kube/resources.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
@@ -31,6 +33,8 @@ export interface Runtime {
   readonly targets: readonly Target[];
   readonly sources: readonly SourceRef[];
   readonly notes: readonly string[];
+  /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
+  readonly warnings: readonly string[];
   readonly verifyPolicy: VerifyPolicy;
   readonly healPolicy: HealPolicy;
   /** A target's mount path as the agent sees it (under --mount-root). */
@@ -39,6 +43,14 @@ export interface Runtime {
   readonly envBaselines: Readonly<Record<string, string>>;
   /** Reload mode: how to tell the app (heal policy then holds the fallback). */
   readonly reload: ReloadTrigger | undefined;
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** --reload-url, or --reload-signal with --reload-process: exactly one way to tell the app. */
@@ -101,8 +113,29 @@ export async function openRuntime(
   }
   const mode: HealPolicy['mode'] = onDrift === 'reload' ? fallback : onDrift;
   const verifyPolicy = { graceMs: duration('grace'), debounceMs: duration('debounce') };
+  const warnings: string[] = [];
+  // A grace shorter than the debounce turns the two windows around. --grace 0s is the one
+  // exception: it says "do not wait for kubelet at all", which `heal --dry-run --grace 0s` uses
+  // on purpose to see the plan now.
+  if (verifyPolicy.graceMs > 0 && verifyPolicy.graceMs < verifyPolicy.debounceMs) {
+    warnings.push(
+      `--grace ${settings.string('grace')?.value} is shorter than --debounce ${settings.string('debounce')?.value}: a volume kubelet updates counts as drifted sooner than a subPath file, env var or immutable source, which kubelet never updates`,
+    );
+  }
   const healPolicy: HealPolicy = { mode, minRestartIntervalMs: duration('min-restart-interval') };
-  const mountRoot = settings.string('mount-root')?.value ?? '/';
+  const mountRootSetting = settings.string('mount-root');
+  const mountRoot = mountRootSetting?.value ?? '/';
+  if (!isDirectory(mountRoot)) {
+    throw new ConfigSyncError(
+      'CS_CONFIG_MOUNT_ROOT',
+      'config',
+      `${command}: the mount root ${mountRoot} (from ${mountRootSetting?.source ?? 'default'}) is not a directory`,
+      {
+        hint: "--mount-root is where the app's mount paths are in the agent's filesystem: / in the sidecar, the directory that holds etc/... elsewhere",
+        details: { path: mountRoot },
+      },
+    );
+  }
 
   // Explicit targets first: they need no Pod.
   const targets: Target[] = settings.list('watch').map((raw) => {
@@ -127,7 +160,19 @@ export async function openRuntime(
   });
   const notes: string[] = [];
   let pod: V1Pod | undefined;
-  const podName = settings.string('pod')?.value;
+  const podSetting = settings.string('pod');
+  const podName = podSetting?.value;
+  if (podSetting && podName && !isObjectName(podName)) {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_NAME',
+      'usage',
+      `${command}: Pod name "${podName}" from ${podSetting.source} is not a Pod name`,
+      {
+        hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass the name --pod as kubectl get pods shows it',
+        details: { name: podName, source: podSetting.source },
+      },
+    );
+  }
   if (podName) {
     try {
       pod = await client.get<V1Pod>(resourcePath({ resource: 'pods', namespace, name: podName }));
@@ -168,6 +213,7 @@ export async function openRuntime(
     targets,
     sources: referencedSources(targets),
     notes,
+    warnings,
     verifyPolicy,
     healPolicy,
     agentPath: (mountPath) => path.join(mountRoot, mountPath),

@@ -3,6 +3,7 @@
 //   /etc/app=configmap/app-config        (agent: a mount directory and its source)
 //   /etc/app/app.yaml=secret/db          (a subPath-style single file)
 import { ConfigSyncError } from '../errors.ts';
+import { isObjectName } from '../kube/names.ts';
 import type { SourceRef } from './targets.ts';
 
 export interface WatchSpec {
@@ -15,8 +16,6 @@ const KINDS: Record<string, SourceRef['kind']> = {
   cm: 'ConfigMap',
   secret: 'Secret',
 };
-// A DNS-1123 subdomain, the rule for ConfigMap and Secret names.
-const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export function parseWatchSpec(raw: string, origin = '--watch'): WatchSpec {
   const eq = raw.lastIndexOf('=');
@@ -30,7 +29,7 @@ export function parseWatchSpec(raw: string, origin = '--watch'): WatchSpec {
       details: { value: raw },
     });
   if (!kind) throw fail(`"${kindWord}" is not configmap or secret`);
-  if (rest.length > 0 || !NAME.test(name)) throw fail(`"${name}" is not a valid object name`);
+  if (rest.length > 0 || !isObjectName(name)) throw fail(`"${name}" is not a valid object name`);
   if (path !== undefined && !path.startsWith('/')) throw fail(`the path "${path}" must be absolute`);
   return { ...(path ? { path } : {}), ref: { kind, name } };
 }

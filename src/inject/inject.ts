@@ -15,6 +15,8 @@
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { type Document, isMap, isSeq, parseDocument } from 'yaml';
 import { ConfigSyncError } from '../errors.ts';
+import { checkImageReference } from './image-ref.ts';
+import { isObject, podShapeProblem } from './pod-shape.ts';
 import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from './sidecar.ts';
 
 export interface InjectResult {
@@ -55,12 +57,31 @@ interface PodSpecRef {
 }
 
 // (2)
-function podSpecs(obj: Record<string, unknown>, base: Path, notes: string[]): PodSpecRef[] {
+function podSpecs(obj: Record<string, unknown>, base: Path, notes: string[], origin: string): PodSpecRef[] {
   const kind = String(obj.kind ?? '');
-  const name = String((obj.metadata as { name?: unknown } | undefined)?.name ?? '?');
+  const meta = obj.metadata;
+  const name = isObject(meta) && typeof meta.name === 'string' ? meta.name : '?';
   if (kind === 'List') {
-    const items = (obj.items as Record<string, unknown>[] | undefined) ?? [];
-    return items.flatMap((item, i) => podSpecs(item, [...base, 'items', i], notes));
+    const items = obj.items ?? [];
+    if (!Array.isArray(items)) {
+      throw injectError(
+        'CS_INJECT_BAD_LIST',
+        `List ${name}: items is not a list`,
+        'write items: as a YAML list of objects',
+        origin,
+      );
+    }
+    return items.flatMap((item: unknown, i) => {
+      if (!isObject(item)) {
+        throw injectError(
+          'CS_INJECT_BAD_LIST',
+          `List ${name}: item ${i} is ${item === null ? 'null' : `a ${typeof item}`}, not an object`,
+          'remove the empty item (a stray "-" line) or complete it; nothing was written',
+          origin,
+        );
+      }
+      return podSpecs(item, [...base, 'items', i], notes, origin);
+    });
   }
   if (WORKLOADS.has(kind)) return [{ path: [...base, 'spec', 'template', 'spec'], what: `${kind} ${name}` }];
   if (kind === 'Pod') return [{ path: [...base, 'spec'], what: `Pod ${name}` }];
@@ -83,8 +104,19 @@ function injectPodSpec(
   origin: string,
   notes: string[],
 ): boolean {
-  const spec = (doc.getIn(ref.path) as { toJSON(): unknown } | undefined)?.toJSON() as V1PodSpec | undefined;
+  const node = doc.getIn(ref.path) as { toJSON(): unknown } | undefined;
+  const raw = node && typeof node.toJSON === 'function' ? node.toJSON() : node;
   const where = `${origin}: ${ref.what}`;
+  const problem = podShapeProblem({ spec: raw });
+  if (problem) {
+    throw injectError(
+      'CS_INJECT_BAD_POD',
+      `${ref.what}: ${problem.replace(/^spec/, ref.path.join('.'))}`,
+      'fix the Pod template; nothing was written',
+      origin,
+    );
+  }
+  const spec = raw as V1PodSpec | undefined;
   if (!spec || !Array.isArray(spec.containers) || spec.containers.length === 0) {
     throw injectError(
       'CS_INJECT_NO_CONTAINERS',
@@ -128,11 +160,11 @@ function injectPodSpec(
   const index = inits.findIndex((c) => c.name === SIDECAR_NAME);
   const saSet = spec.serviceAccountName === options.serviceAccount;
   if (index >= 0 && same(inits[index], sidecar) && saSet) return false;
-  const node = doc.createNode(sidecar);
+  const sidecarNode = doc.createNode(sidecar);
   const seq = doc.getIn([...ref.path, 'initContainers'], true);
   if (isSeq(seq)) {
-    if (index >= 0) seq.set(index, node);
-    else seq.add(node);
+    if (index >= 0) seq.set(index, sidecarNode);
+    else seq.add(sidecarNode);
   } else {
     doc.setIn([...ref.path, 'initContainers'], doc.createNode([sidecar]));
   }
@@ -141,6 +173,7 @@ function injectPodSpec(
 }
 
 export function injectManifests(source: string, origin: string, options: SidecarOptions): InjectResult {
+  checkImageReference('inject', options.image);
   const notes: string[] = [];
   const injected: string[] = [];
   let line = 1;
@@ -160,7 +193,7 @@ export function injectManifests(source: string, origin: string, options: Sidecar
       out.push(text);
       continue;
     }
-    const refs = podSpecs(root.toJSON() as Record<string, unknown>, [], notes);
+    const refs = podSpecs(root.toJSON() as Record<string, unknown>, [], notes, origin);
     let changed = false;
     for (const ref of refs) {
       if (injectPodSpec(doc, ref, options, origin, notes)) {

@@ -9,6 +9,7 @@
 // and no window of 401s. client-node's own `tokenFile` provider re-reads only every 60 s.
 import fs from 'node:fs';
 import path from 'node:path';
+import { ConfigSyncError } from '../errors.ts';
 import type { ConnectionSource } from './transport.ts';
 
 /** A file re-read whenever kubelet replaces it. */
@@ -34,9 +35,21 @@ export function inClusterConnection(server: string, serviceAccountDir: string): 
   const url = new URL(server);
   const token = new RotatingFile(path.join(serviceAccountDir, 'token'));
   const ca = new RotatingFile(path.join(serviceAccountDir, 'ca.crt'));
-  return async () => ({
-    server: url,
-    headers: { authorization: `Bearer ${token.read().trim()}` },
-    tls: { ca: ca.read() },
-  });
+  return async () => {
+    const bearer = token.read().trim();
+    // An empty token would send the request as system:anonymous, and a refusal would then
+    // point at the wrong identity. Never send one (kubelet may be mid-swap: the next request
+    // reads the file again).
+    if (bearer === '') {
+      throw new ConfigSyncError(
+        'CS_AUTH_EMPTY_TOKEN',
+        'config',
+        `the service-account token file ${path.join(serviceAccountDir, 'token')} is empty: no request sent`,
+        {
+          hint: 'config-sync never sends an anonymous request; check the projected service-account token volume',
+        },
+      );
+    }
+    return { server: url, headers: { authorization: `Bearer ${bearer}` }, tls: { ca: ca.read() } };
+  };
 }

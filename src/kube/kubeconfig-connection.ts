@@ -33,7 +33,9 @@ export function kubeconfigConnection(files: readonly string[], context: string):
     const options: https.RequestOptions & { headers: Record<string, string> } = { headers: {} };
     await kc.applyToHTTPSOptions(options);
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(options.headers)) if (v !== undefined) headers[k] = String(v);
+    // Trimmed as kubectl trims them: a `token-file` that ends with a newline is read as is by
+    // client-node, and a header value with a newline is refused before it is sent.
+    for (const [k, v] of Object.entries(options.headers)) if (v !== undefined) headers[k] = String(v).trim();
     if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
     return {
       server,

@@ -48,7 +48,7 @@ export function loadKubeconfig(files: readonly string[], isList: boolean): Loade
 }
 
 function credentialKind(user: User): CredentialKind {
-  if (user.token) return 'token';
+  if (user.token?.trim()) return 'token';
   if (user.certData || user.certFile) return 'client-certificate';
   if (user.exec) return 'exec';
   if (user.authProvider) return 'auth-provider';

@@ -48,13 +48,18 @@ export async function gatherScopeFacts(
     }),
     serviceAccount: {
       dir: serviceAccountDir,
-      hasToken: fs.existsSync(path.join(serviceAccountDir, 'token')),
-      hasCa: fs.existsSync(path.join(serviceAccountDir, 'ca.crt')),
+      token: tokenState(path.join(serviceAccountDir, 'token')),
       namespace: readIfExists(path.join(serviceAccountDir, 'namespace')),
     },
     kubeconfigs,
     homeKubeconfigPath,
   };
+}
+
+function tokenState(file: string): 'missing' | 'empty' | 'present' {
+  const content = readIfExists(file);
+  if (content === undefined) return 'missing';
+  return content.trim() === '' ? 'empty' : 'present';
 }
 
 function readIfExists(file: string): string | undefined {

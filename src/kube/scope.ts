@@ -11,6 +11,7 @@
 //   cluster:   --kubeconfig > KUBECONFIG > in-cluster > ~/.kube/config   (--context picks a context)
 //   namespace: --namespace > POD_NAMESPACE > service-account namespace file > context namespace
 import { ConfigSyncError } from '../errors.ts';
+import { isNamespaceName } from './names.ts';
 
 /** A value and where it came from, in words a person can act on. */
 export interface Sourced<T> {
@@ -70,8 +71,8 @@ export interface ScopeFacts {
   };
   readonly serviceAccount: {
     readonly dir: string;
-    readonly hasToken: boolean;
-    readonly hasCa: boolean;
+    /** The token file: missing, empty (only white space), or present. */
+    readonly token: 'missing' | 'empty' | 'present';
     /** Contents of <dir>/namespace, if the file exists. */
     readonly namespace: string | undefined;
   };
@@ -168,7 +169,29 @@ function resolveCluster(facts: ScopeFacts): { cluster: Sourced<ClusterSource>; v
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   if (host && port) {
-    if (!serviceAccount.hasToken) {
+    if (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535) {
+      throw scopeError(
+        'CS_SCOPE_BAD_SERVICE_ENV',
+        `KUBERNETES_SERVICE_PORT=${port} is not a port (1-65535)`,
+        'kubelet sets KUBERNETES_SERVICE_HOST/PORT from the kubernetes Service; unset what was set by hand, or pass --kubeconfig',
+      );
+    }
+    if (!/^(?:[0-9A-Za-z.-]+|[0-9a-fA-F:]+)$/.test(host)) {
+      throw scopeError(
+        'CS_SCOPE_BAD_SERVICE_ENV',
+        `KUBERNETES_SERVICE_HOST=${host} is not a host name or IP address`,
+        'kubelet sets KUBERNETES_SERVICE_HOST/PORT from the kubernetes Service; unset what was set by hand, or pass --kubeconfig',
+      );
+    }
+    if (serviceAccount.token === 'empty') {
+      throw scopeError(
+        'CS_SCOPE_IN_CLUSTER_EMPTY_TOKEN',
+        `the service-account token file ${serviceAccount.dir}/token is empty`,
+        'config-sync never sends an anonymous request; check the projected token volume (kubelet writes the token there), or pass --kubeconfig',
+        { path: `${serviceAccount.dir}/token` },
+      );
+    }
+    if (serviceAccount.token === 'missing') {
       throw scopeError(
         'CS_SCOPE_IN_CLUSTER_NO_TOKEN',
         `running in a pod (KUBERNETES_SERVICE_HOST=${host}) but there is no service-account token at ${serviceAccount.dir}/token`,
@@ -295,6 +318,17 @@ function resolveNamespace(
 
   const [chosen, ...others] = candidates;
   if (!chosen) return { namespace: undefined, disagreements: [] };
+  if (!isNamespaceName(chosen.value)) {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_NAMESPACE',
+      'usage',
+      `namespace "${chosen.value}" from ${chosen.source} is not a namespace name`,
+      {
+        hint: 'a namespace is lower-case letters, digits and "-", at most 63, starting and ending with a letter or digit',
+        details: { namespace: chosen.value, source: chosen.source },
+      },
+    );
+  }
 
   const saFile = `${facts.serviceAccount.dir}/namespace`;
   const podOwn = (s: Sourced<string>) => s.source === 'POD_NAMESPACE' || s.source === saFile;

@@ -18,13 +18,25 @@ export const DATA_LINK = '..data';
 // file first: measured 1.6 GB/s against 0.9 GB/s (docs/benchmarks.md).
 const CHUNK = Buffer.allocUnsafe(1024 * 1024);
 
+/**
+ * Regular files only, and no more bytes than the file had when it was opened. kubelet writes
+ * nothing else, and anything else would hang the agent's one thread: a FIFO blocks the open,
+ * a link to /dev/zero never ends. O_NONBLOCK makes the open of a FIFO return at once (it does
+ * nothing to a regular file); fstat of the open descriptor then says what it really is.
+ */
 function hashFile(file: string): KeyDigest {
-  const fd = fs.openSync(file, 'r');
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      throw Object.assign(new Error(`${file} is not a regular file (${fileType(st)}); not read`), {
+        code: 'ENOTREGULAR',
+      });
+    }
     const hash = createHash('sha256');
     let size = 0;
-    for (;;) {
-      const n = fs.readSync(fd, CHUNK, 0, CHUNK.length, null);
+    while (size < st.size) {
+      const n = fs.readSync(fd, CHUNK, 0, Math.min(CHUNK.length, st.size - size), null);
       if (n === 0) break;
       hash.update(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n));
       size += n;
@@ -33,6 +45,15 @@ function hashFile(file: string): KeyDigest {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+function fileType(st: fs.Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  if (st.isDirectory()) return 'a directory';
+  return 'not a file';
 }
 
 function digestFile(file: string): KeyDigest | 'missing' {
@@ -85,6 +106,7 @@ export function readVolume(dir: string, expectedPaths: Iterable<string>, subPath
     return { files, extras, ...(dataVersion ? { dataVersion } : {}) };
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
-    return { files: new Map(), extras: [], error: `cannot read ${dir}: ${e.code ?? e.message}` };
+    const why = e.code === 'ENOTREGULAR' ? e.message : `cannot read ${dir}: ${e.code ?? e.message}`;
+    return { files: new Map(), extras: [], error: why };
   }
 }

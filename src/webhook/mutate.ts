@@ -6,8 +6,8 @@
 // a Pod must already run as an identity bound to config-sync's Role. A warning says so when it
 // runs as `default`.
 import type { V1Pod } from '@kubernetes/client-node';
+import { podShapeProblem } from '../inject/pod-shape.ts';
 import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from '../inject/sidecar.ts';
-import { podShapeProblem } from './review.ts';
 
 export interface AdmissionReview {
   readonly apiVersion?: string;

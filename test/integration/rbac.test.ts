@@ -187,6 +187,122 @@ describe('and nothing more', () => {
     expect(message).toContain('cannot patch resource "deployments"');
   });
 
+  // A stolen agent token must not own the workload or lie about its Pod (issue 12, item 3).
+  const template = (spec: Record<string, unknown>) => ({ spec: { template: { spec } } });
+  it.each([
+    [
+      'change the image',
+      template({ containers: [{ name: 'app', image: 'attacker.example/evil:1' }] }),
+      "may not change the pod template's spec",
+    ],
+    [
+      'change the ServiceAccount',
+      template({ serviceAccountName: 'default' }),
+      "may not change the pod template's spec",
+    ],
+    [
+      'add a privileged container with the host root mounted',
+      template({
+        volumes: [{ name: 'host', hostPath: { path: '/' } }],
+        containers: [
+          { name: 'app', image: 'config-sync.invalid/app:never-pulled' },
+          {
+            name: 'x',
+            image: 'attacker.example/evil:1',
+            securityContext: { privileged: true },
+            volumeMounts: [{ name: 'host', mountPath: '/host' }],
+          },
+        ],
+      }),
+      "may not change the pod template's spec",
+    ],
+    ['scale it to zero', { spec: { replicas: 0 } }, "may not change a workload's replicas"],
+    ['pause it', { spec: { paused: true } }, "may not change a workload's replicas"],
+    [
+      'add another template annotation',
+      { spec: { template: { metadata: { annotations: { 'prometheus.io/scrape': 'false' } } } } },
+      'may change only the pod template annotations',
+    ],
+    [
+      'relabel the Deployment',
+      { metadata: { labels: { team: 'attacker' } } },
+      "may not change a workload's labels",
+    ],
+  ])('cannot %s of its own Deployment (admission policy)', async (_what, patch, message) => {
+    const { code, message: said } = await rejection(
+      agentClient().patch(deploymentPath('web'), patch, 'strategic'),
+    );
+    expect(code).toBe(403);
+    expect(said).toContain(message);
+  });
+
+  it('can still restart it: both restart annotations', async () => {
+    await agentClient().patch(
+      deploymentPath('web'),
+      {
+        spec: {
+          template: {
+            metadata: {
+              annotations: {
+                'kubectl.kubernetes.io/restartedAt': 'later',
+                'config-sync.io/config-hash': 'abc',
+              },
+            },
+          },
+        },
+      },
+      'merge',
+    );
+  });
+
+  const podStatus = (name: string) => `${pod(name)}/status`;
+  it.each([
+    [
+      'mark its Pod Ready',
+      { status: { conditions: [{ type: 'Ready', status: 'True' }] } },
+      'only the config-sync.io/InSync condition',
+    ],
+    [
+      'give its Pod another IP',
+      { status: { podIP: '10.9.9.9', podIPs: [{ ip: '10.9.9.9' }] } },
+      "may not change a Pod's status",
+    ],
+    ['set its Pod Running', { status: { phase: 'Running' } }, "may not change a Pod's status"],
+  ])('cannot %s (admission policy)', async (_what, patch, message) => {
+    const { code, message: said } = await rejection(
+      agentClient().patch(podStatus(webPod.name), patch, 'strategic'),
+    );
+    expect(code).toBe(403);
+    expect(said).toContain(message);
+  });
+
+  it("cannot change its own Pod's other annotations", async () => {
+    const { code, message } = await rejection(
+      agentClient().patch(pod(webPod.name), { metadata: { annotations: { 'other.io/x': 'y' } } }, 'merge'),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain('may change only its own config-sync.io/ annotations');
+  });
+
+  it('can still write its InSync condition', async () => {
+    await agentClient().patch(
+      podStatus(webPod.name),
+      {
+        status: {
+          conditions: [
+            {
+              type: 'config-sync.io/InSync',
+              status: 'True',
+              reason: 'InSync',
+              lastTransitionTime: new Date().toISOString(),
+            },
+          ],
+        },
+      },
+      'strategic',
+    );
+  });
+
   it('has no ClusterRole or ClusterRoleBinding in the shipped base', () => {
     const out = spawnSync(controlPlane().kubectl, ['kustomize', path.join(root, 'deploy/sidecar/rbac')], {
       encoding: 'utf8',
@@ -198,6 +314,8 @@ describe('and nothing more', () => {
       'RoleBinding',
       'ServiceAccount',
       'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
       'ValidatingAdmissionPolicyBinding',
     ]);
   });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { ConfigSyncError } from '../../src/errors.ts';
+import { isImageReference } from '../../src/inject/image-ref.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
 
@@ -169,5 +170,37 @@ spec:
     withoutSidecar.spec.template.spec.initContainers = [];
     const { output } = inject(JSON.stringify(withoutSidecar));
     expect(podSpecOf(output, 0).initContainers?.[0]).toEqual(shipped);
+  });
+});
+
+describe('isImageReference', () => {
+  const digest = `sha256:${'a'.repeat(64)}`;
+  it.each([
+    'config-sync:0.1.0',
+    'config-sync',
+    'registry.example/config-sync:0.1.0',
+    'localhost:5000/team/config-sync:v1',
+    `ghcr.io/org/config-sync@${digest}`,
+    `config-sync:0.1.0@${digest}`,
+    '[::1]:5000/config-sync:1',
+    'a__b/c-d.e:Tag_1.2-3',
+  ])('%s is a reference', (ref) => {
+    expect(isImageReference(ref)).toBe(true);
+  });
+
+  it.each([
+    'bad image ref!!',
+    'UPPER/case:1',
+    'Upper:1',
+    'a:b:c',
+    '',
+    'x:',
+    ':tag',
+    'x@sha256:zz',
+    '-x:1',
+    'registry.example/',
+    `${'a'.repeat(256)}:1`,
+  ])('%j is not', (ref) => {
+    expect(isImageReference(ref)).toBe(false);
   });
 });

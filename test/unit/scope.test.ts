@@ -33,7 +33,7 @@ function facts(over: Partial<ScopeFacts> = {}): ScopeFacts {
   return {
     flags: {},
     env: {},
-    serviceAccount: { dir: SA, hasToken: false, hasCa: false, namespace: undefined },
+    serviceAccount: { dir: SA, token: 'missing', namespace: undefined },
     kubeconfigs: {},
     homeKubeconfigPath: '/home/me/.kube/config',
     ...over,
@@ -42,7 +42,7 @@ function facts(over: Partial<ScopeFacts> = {}): ScopeFacts {
 
 const inPod = (namespace = 'team-a'): Partial<ScopeFacts> => ({
   env: { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443', POD_NAMESPACE: namespace },
-  serviceAccount: { dir: SA, hasToken: true, hasCa: true, namespace },
+  serviceAccount: { dir: SA, token: 'present', namespace },
 });
 
 function errorOf(fn: () => unknown): ConfigSyncError {
@@ -120,7 +120,7 @@ describe('cluster source precedence', () => {
   it('in a pod without a token (automount off) is an error with the fix', () => {
     const f = facts(inPod());
     const e = errorOf(() =>
-      resolveScope({ ...f, serviceAccount: { ...f.serviceAccount, hasToken: false } }, 'agent'),
+      resolveScope({ ...f, serviceAccount: { ...f.serviceAccount, token: 'missing' } }, 'agent'),
     );
     expect(e.code).toBe('CS_SCOPE_IN_CLUSTER_NO_TOKEN');
     expect(e.hint).toContain('automountServiceAccountToken');
@@ -185,7 +185,7 @@ describe('namespace', () => {
     ['then POD_NAMESPACE', { env: { POD_NAMESPACE: 'pod-ns' } }, 'pod-ns', 'POD_NAMESPACE'],
     [
       'then the service-account file',
-      { serviceAccount: { dir: SA, hasToken: false, hasCa: false, namespace: 'sa-ns\n' } },
+      { serviceAccount: { dir: SA, token: 'missing' as const, namespace: 'sa-ns\n' } },
       'sa-ns',
       `${SA}/namespace`,
     ],

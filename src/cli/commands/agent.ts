@@ -100,11 +100,25 @@ export const agentCommand: Command = {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
 
-    let rt: Runtime;
+    // Listen before anything else: an address that cannot be had (in use, not on this machine)
+    // is a configuration error that ends the process at once (exit 2), before any request, not
+    // an agent left running with no health or metrics endpoint.
+    let rt: Runtime | undefined;
+    let agent: AgentHandle | undefined;
+    const metrics = createMetrics(() => rt?.client.requests ?? {});
+    const http = await startHttpServer(
+      listen,
+      metrics,
+      { ready: () => agent?.ready() ?? false, live: () => agent?.live() ?? true },
+      controller.signal,
+    );
     try {
       rt = await openRuntime('agent', settings, env, controller.signal);
     } catch (error) {
-      if (controller.signal.aborted) return EXIT.ok;
+      const stopping = controller.signal.aborted;
+      controller.abort();
+      await http.closed;
+      if (stopping) return EXIT.ok;
       throw error;
     }
     log = createLogger(
@@ -131,18 +145,8 @@ export const agentCommand: Command = {
     );
     for (const d of scope.disagreements) log.warn({ chosen: d.chosen, other: d.other }, d.message);
     for (const n of rt.notes) log.info(n);
+    for (const w of rt.warnings) log.warn(w);
 
-    // Listen before anything starts: an address that cannot be had (in use, not on this
-    // machine) is a configuration error that ends the process at once, not an agent left
-    // running with no health or metrics endpoint.
-    const metrics = createMetrics(() => rt.client.requests);
-    let agent: AgentHandle | undefined;
-    const http = await startHttpServer(
-      listen,
-      metrics,
-      { ready: () => agent?.ready() ?? false, live: () => agent?.live() ?? true },
-      controller.signal,
-    );
     log.info({ address: http.address }, 'listening');
     agent = startAgent({ rt, log, metrics, options }, controller.signal);
     await Promise.all([agent.done, http.closed]);

@@ -1,4 +1,5 @@
 import { EXIT } from '../../errors.ts';
+import { checkImageReference } from '../../inject/image-ref.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
 import { createLogger } from '../../log.ts';
 import { startWebhook } from '../../webhook/server.ts';
@@ -48,6 +49,7 @@ export const webhookCommand: Command = {
   usage: `config-sync webhook [flags]\n\nFlags:\n${flagHelp(defs)}\n\nManifests: deploy/webhook. Stops on SIGTERM or SIGINT.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('webhook', defs, args, env);
+    const image = checkImageReference('webhook', settings.string('image')?.value ?? DEFAULT_SIDECAR.image);
     const log = createLogger('info', { role: 'webhook' }, io.stdout);
     const controller = new AbortController();
     process.once('SIGTERM', () => controller.abort());
@@ -57,7 +59,7 @@ export const webhookCommand: Command = {
         listen: settings.string('listen')?.value ?? ':8443',
         certFile: settings.string('tls-cert-file')?.value ?? '',
         keyFile: settings.string('tls-key-file')?.value ?? '',
-        sidecar: { ...DEFAULT_SIDECAR, image: settings.string('image')?.value ?? DEFAULT_SIDECAR.image },
+        sidecar: { ...DEFAULT_SIDECAR, image },
         certPollMs: 2000,
       },
       log,
