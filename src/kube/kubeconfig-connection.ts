@@ -5,7 +5,19 @@
 // client-node's runtime.
 import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
+import { ConfigSyncError } from '../errors.ts';
+import { RotatingFile } from './in-cluster-connection.ts';
+import { tokenFiles } from './kubeconfig-token-file.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
+
+/** The tokenFile of `user` in the first file that defines that user, if it sets one. */
+function tokenFileOf(files: readonly string[], user: string): string | undefined {
+  for (const file of files) {
+    const found = tokenFiles(file).get(user);
+    if (found) return found;
+  }
+  return undefined;
+}
 
 /** A KUBECONFIG list merged as kubectl merges it: the first file that defines a name wins. */
 function mergedKubeConfig(files: readonly string[], context: string): KubeConfig {
@@ -29,6 +41,9 @@ export function kubeconfigConnection(files: readonly string[], context: string):
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`context "${context}" has no cluster`);
   const server = new URL(cluster.server);
+  const userName = kc.getCurrentUser()?.name;
+  const tokenFilePath = userName && !kc.getCurrentUser()?.token ? tokenFileOf(files, userName) : undefined;
+  const tokenFile = tokenFilePath ? new RotatingFile(tokenFilePath) : undefined;
   return async (): Promise<Connection> => {
     const options: https.RequestOptions & { headers: Record<string, string> } = { headers: {} };
     await kc.applyToHTTPSOptions(options);
@@ -37,6 +52,18 @@ export function kubeconfigConnection(files: readonly string[], context: string):
     // client-node, and a header value with a newline is refused before it is sent.
     for (const [k, v] of Object.entries(options.headers)) if (v !== undefined) headers[k] = String(v).trim();
     if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
+    if (tokenFile && tokenFilePath) {
+      const token = tokenFile.read().trim();
+      if (token === '') {
+        throw new ConfigSyncError(
+          'CS_AUTH_EMPTY_TOKEN',
+          'config',
+          `the tokenFile ${tokenFilePath} of kubeconfig user "${userName}" is empty: no request sent`,
+          { hint: 'config-sync never sends an anonymous request; write the token into that file' },
+        );
+      }
+      headers.Authorization = `Bearer ${token}`;
+    }
     return {
       server,
       headers,

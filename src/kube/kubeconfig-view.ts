@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig, type User } from '@kubernetes/client-node';
+import { tokenFiles } from './kubeconfig-token-file.ts';
 import type { CredentialKind, KubeconfigView, LoadedKubeconfig } from './scope.ts';
 
 /**
@@ -35,7 +36,9 @@ export function loadKubeconfig(files: readonly string[], isList: boolean): Loade
       view.contexts[c.name] ??= { cluster: c.cluster, user: c.user, namespace: c.namespace || undefined };
     }
     for (const c of kc.getClusters()) view.clusters[c.name] ??= { server: c.server };
-    for (const u of kc.getUsers()) view.users[u.name] ??= { credentials: credentialKind(u) };
+    const withTokenFile = tokenFiles(file);
+    for (const u of kc.getUsers())
+      view.users[u.name] ??= { credentials: credentialKind(u, withTokenFile.has(u.name)) };
   }
   if (used.length === 0) {
     return {
@@ -47,8 +50,9 @@ export function loadKubeconfig(files: readonly string[], isList: boolean): Loade
   return { ok: true, view };
 }
 
-function credentialKind(user: User): CredentialKind {
+function credentialKind(user: User, hasTokenFile: boolean): CredentialKind {
   if (user.token?.trim()) return 'token';
+  if (hasTokenFile) return 'token-file';
   if (user.certData || user.certFile) return 'client-certificate';
   if (user.exec) return 'exec';
   if (user.authProvider) return 'auth-provider';

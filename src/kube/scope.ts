@@ -22,6 +22,7 @@ export interface Sourced<T> {
 export type CredentialKind =
   | 'service-account-token-file'
   | 'token'
+  | 'token-file'
   | 'client-certificate'
   | 'exec'
   | 'auth-provider'

@@ -244,3 +244,29 @@ describe('keys that are not regular files', () => {
     );
   });
 });
+
+describe('a kubeconfig tokenFile that ends with a newline', () => {
+  it('is used (client-node drops the key) and trimmed as kubectl trims it', async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'kubeconfig-'));
+    const tokenFile = path.join(dir, 'token');
+    fs.writeFileSync(tokenFile, 'a-token\n');
+    const file = path.join(dir, 'config');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'u', user: { tokenFile } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    const { kubeconfigConnection } = await import('../../src/kube/kubeconfig-connection.ts');
+    const connection = await kubeconfigConnection([file], 'x')();
+    expect(connection.headers).toMatchObject({ Authorization: 'Bearer a-token' });
+    const { loadKubeconfig } = await import('../../src/kube/kubeconfig-view.ts');
+    const view = loadKubeconfig([file], false);
+    expect(view.ok && view.view.users.u).toEqual({ credentials: 'token-file' });
+  });
+});
