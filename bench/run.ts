@@ -23,6 +23,7 @@ import { createInterface } from 'node:readline';
 import { CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import { verifyPass } from '../src/agent/pass.ts';
 import type { VolumeTarget } from '../src/discover/targets.ts';
+import { keyedFingerprint } from '../src/verify/fingerprint.ts';
 import { snapshotConfigMap } from '../src/verify/source.ts';
 import { readVolume } from '../src/watch/read-volume.ts';
 import { bin } from '../test/cluster/app.ts';
@@ -114,7 +115,7 @@ function realisticVolume(): void {
       agentPath: (p) => p,
       envBaselines: {},
       memory: new Map(),
-      policy: { graceMs: 90_000, debounceMs: 5000 },
+      policy: { graceMs: 90_000, debounceMs: 5000, fingerprint: keyedFingerprint(Buffer.alloc(32)) },
       now: Date.now(),
     });
   for (let i = 0; i < 20; i += 1) pass();

@@ -19,7 +19,7 @@ import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.
 import { readSource } from '../kube/sources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
-import { configHash, type SourceLookup } from '../verify/expected.ts';
+import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
@@ -27,7 +27,7 @@ import { watchFiles } from '../watch/file-watch.ts';
 import { readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
 import { isDrift, type PassResult, verifyPass } from './pass.ts';
-import type { Runtime } from './runtime.ts';
+import { type Runtime, writeEnvBaselines } from './runtime.ts';
 
 export interface AgentOptions {
   readonly resyncMs: number;
@@ -211,8 +211,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       const how = await triggerReload(trigger, signal);
       loadedHash = current;
       metrics.heals.inc({ action: 'reload', result: 'ok' });
-      log.info({ decision: 'reload', how, configHash: current }, 'reloaded the app');
-      await event('Reloaded', `${how}, for config ${current}`, 'Normal');
+      const shown = configVersion(lookup, rt.sources);
+      log.info({ decision: 'reload', how, configHash: shown }, 'reloaded the app');
+      await event('Reloaded', `${how}, for config ${shown}`, 'Normal');
       // Confirm at once: the next pass re-verifies the files the app was told to load. If they
       // changed meanwhile, that pass sees it and the usual flow (propagation, reload, fallback) follows.
       confirmReload = current;
@@ -222,7 +223,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       reloadFailedFor = current;
       const message = (error as Error).message;
       metrics.heals.inc({ action: 'reload', result: 'failed' });
-      log.warn({ decision: 'reload', configHash: current, error: message }, 'reload failed');
+      log.warn(
+        { decision: 'reload', configHash: configVersion(lookup, rt.sources), error: message },
+        'reload failed',
+      );
       await event('ReloadFailed', message, 'Warning');
       const failed: Verdict = {
         target: 'reload',
@@ -366,7 +370,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       envBaselines = { ...envBaselines, ...Object.fromEntries(missingBaselines) };
       try {
         await annotatePod(rt.client, rt.namespace, podRef.name, {
-          [ANNOTATION.envBaseline]: JSON.stringify(envBaselines),
+          [ANNOTATION.envBaseline]: writeEnvBaselines(envBaselines, rt.digestKeyId),
         });
         log.info({ targets: missingBaselines.map(([id]) => id) }, 'recorded env baselines');
       } catch (error) {
@@ -393,16 +397,14 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
     if (confirmReload !== undefined) {
       const still = allInSync && configHash(lookup, rt.sources) === confirmReload;
+      const shown = configVersion(lookup, rt.sources);
       if (still)
         log.info(
-          { configHash: confirmReload },
+          { configHash: shown },
           'reload confirmed: the files still match what the app was told to load',
         );
       else
-        log.warn(
-          { configHash: confirmReload },
-          'the files changed while the app reloaded: following the new change',
-        );
+        log.warn({ configHash: shown }, 'the files changed while the app reloaded: following the new change');
       confirmReload = undefined;
     }
     let retryAt: number | undefined;

@@ -4,7 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { findOwner, readWorkload } from '../heal/owner.ts';
 import { ANNOTATION, type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
 import { readSource } from '../kube/sources.ts';
-import { configHash, type SourceLookup } from '../verify/expected.ts';
+import { configVersion, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
 import { readVolume } from '../watch/read-volume.ts';
@@ -61,7 +61,7 @@ export function planFor(
     verdicts,
     owner,
     podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
-    expectedConfigHash: configHash(lookup, rt.sources),
+    expectedConfigHash: configVersion(lookup, rt.sources),
     policy: rt.healPolicy,
     now,
   });

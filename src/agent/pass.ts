@@ -26,7 +26,7 @@ export interface PassInput {
 export interface PassResult {
   readonly verdicts: readonly Verdict[];
   readonly memory: Map<string, TargetMemory>;
-  /** Current env digests by target id, to record as baselines where none exists yet. */
+  /** Current env fingerprints by target id, to record as baselines where none exists yet. */
   readonly envDigests: Readonly<Record<string, string>>;
 }
 
@@ -43,7 +43,9 @@ export function verifyPass(input: PassInput): PassResult {
     const id = targetId(target);
     const previous = input.memory.get(id) ?? {};
     if (target.type === 'env') {
-      const { digest, expectation } = expectEnv(target, input.lookup);
+      const plain = expectEnv(target, input.lookup);
+      const { expectation } = plain;
+      const digest = plain.digest === undefined ? undefined : input.policy.fingerprint(plain.digest);
       if (digest) envDigests[id] = digest;
       const result = decide(
         target,

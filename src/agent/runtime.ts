@@ -22,8 +22,10 @@ import { isObjectName } from '../kube/names.ts';
 import { resourcePath } from '../kube/resources.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
+import { keyedFingerprint, keyId } from '../verify/fingerprint.ts';
 import type { VerifyPolicy } from '../verify/verdict.ts';
-import { durationSetting } from './settings.ts';
+import { loadDigestKey } from './digest-key.ts';
+import { DEFAULT_STATE_DIR, durationSetting } from './settings.ts';
 
 export interface Runtime {
   readonly scope: Scope;
@@ -39,8 +41,10 @@ export interface Runtime {
   readonly healPolicy: HealPolicy;
   /** A target's mount path as the agent sees it (under --mount-root). */
   agentPath(mountPath: string): string;
-  /** The env baselines recorded on the Pod: target id -> digest. */
+  /** The env baselines recorded on the Pod: target id -> fingerprint. */
   readonly envBaselines: Readonly<Record<string, string>>;
+  /** Names the fingerprint key the baselines are made under. */
+  readonly digestKeyId: string;
   /** Reload mode: how to tell the app (heal policy then holds the fallback). */
   readonly reload: ReloadTrigger | undefined;
 }
@@ -112,7 +116,14 @@ export async function openRuntime(
     );
   }
   const mode: HealPolicy['mode'] = onDrift === 'reload' ? fallback : onDrift;
-  const verifyPolicy = { graceMs: duration('grace'), debounceMs: duration('debounce') };
+  const stateDir = settings.string('state-dir')?.value ?? DEFAULT_STATE_DIR;
+  const digestKey = loadDigestKey(stateDir);
+  const digestKeyId = keyId(digestKey.key);
+  const verifyPolicy: VerifyPolicy = {
+    graceMs: duration('grace'),
+    debounceMs: duration('debounce'),
+    fingerprint: keyedFingerprint(digestKey.key),
+  };
   const warnings: string[] = [];
   // A grace shorter than the debounce turns the two windows around. --grace 0s is the one
   // exception: it says "do not wait for kubelet at all", which `heal --dry-run --grace 0s` uses
@@ -158,7 +169,7 @@ export async function openRuntime(
       sources: [{ ref: spec.ref, optional: false, defaultMode: DEFAULT_VOLUME_MODE }],
     };
   });
-  const notes: string[] = [];
+  const notes: string[] = digestKey.note ? [digestKey.note] : [];
   let pod: V1Pod | undefined;
   const podSetting = settings.string('pod');
   const podName = podSetting?.value;
@@ -196,15 +207,10 @@ export async function openRuntime(
       },
     );
   }
-  let envBaselines: Record<string, string> = {};
   const raw = pod?.metadata?.annotations?.[ANNOTATION.envBaseline];
-  if (raw) {
-    try {
-      envBaselines = JSON.parse(raw) as Record<string, string>;
-    } catch {
-      notes.push(`annotation ${ANNOTATION.envBaseline} is not JSON; env targets are re-baselined`);
-    }
-  }
+  const baseline = readEnvBaselines(raw, digestKeyId);
+  if (baseline.note) notes.push(baseline.note);
+  const envBaselines = baseline.baselines;
   return {
     scope,
     client,
@@ -218,6 +224,41 @@ export async function openRuntime(
     healPolicy,
     agentPath: (mountPath) => path.join(mountRoot, mountPath),
     envBaselines,
+    digestKeyId,
     reload,
   };
+}
+
+/**
+ * The env-baseline annotation: `{"kid": <key id>, "baselines": {target id: fingerprint}}`.
+ * Baselines made under another key (another Pod's, or this process's own when the state
+ * directory is missing) or in the old unkeyed format cannot be compared, so they are re-taken.
+ */
+export function readEnvBaselines(
+  raw: string | undefined,
+  kid: string,
+): { baselines: Record<string, string>; note?: string } {
+  if (!raw) return { baselines: {} };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return {
+      baselines: {},
+      note: `annotation ${ANNOTATION.envBaseline} is not JSON; env targets are re-baselined`,
+    };
+  }
+  const record = parsed as { kid?: unknown; baselines?: unknown } | null;
+  if (record?.kid !== kid || typeof record.baselines !== 'object' || record.baselines === null) {
+    return {
+      baselines: {},
+      note: `annotation ${ANNOTATION.envBaseline} was made under another fingerprint key; env targets are re-baselined`,
+    };
+  }
+  return { baselines: record.baselines as Record<string, string> };
+}
+
+/** The annotation's value for `baselines` under the key `kid`. */
+export function writeEnvBaselines(baselines: Readonly<Record<string, string>>, kid: string): string {
+  return JSON.stringify({ kid, baselines });
 }

@@ -10,6 +10,9 @@ import {
 import { ConfigSyncError } from '../errors.ts';
 import type { Sourced } from '../kube/scope.ts';
 
+/** Where the sidecar mounts its emptyDir (deploy/sidecar, inject, the webhook). */
+export const DEFAULT_STATE_DIR = '/var/run/config-sync';
+
 export const targetSettings: readonly SettingDef[] = [
   configFileSetting,
   ...scopeSettings,
@@ -21,6 +24,15 @@ export const targetSettings: readonly SettingDef[] = [
     valueName: 'dir',
     default: '/',
     description: "where the app's mount paths are in the agent's filesystem",
+  },
+  {
+    name: 'state-dir',
+    env: 'CONFIG_SYNC_STATE_DIR',
+    type: 'string',
+    valueName: 'dir',
+    default: DEFAULT_STATE_DIR,
+    description:
+      "the agent's own emptyDir: the Pod's fingerprint key (kept there so it survives a sidecar restart)",
   },
   {
     name: 'grace',

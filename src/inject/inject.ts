@@ -10,14 +10,21 @@
 //  (3) refuse what cannot work: a Pod spec that runs as another ServiceAccount, that turns the
 //      token off, or that has an app container named config-sync;
 //  (4) compute the sidecar; if the Pod already has it exactly, change nothing (idempotent);
-//      else add or replace it among the init containers and set the ServiceAccount;
+//      else add or replace it among the init containers, set the ServiceAccount and add the
+//      sidecar's state emptyDir;
 //  (5) re-serialize only the documents that changed: every other document keeps its bytes.
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { type Document, isMap, isSeq, parseDocument } from 'yaml';
 import { ConfigSyncError } from '../errors.ts';
 import { checkImageReference } from './image-ref.ts';
 import { isObject, podShapeProblem } from './pod-shape.ts';
-import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from './sidecar.ts';
+import {
+  configMounts,
+  SIDECAR_NAME,
+  type SidecarOptions,
+  STATE_VOLUME,
+  sidecarContainer,
+} from './sidecar.ts';
 
 export interface InjectResult {
   readonly output: string;
@@ -151,15 +158,16 @@ function injectPodSpec(
     );
   }
   // (4)
-  const sidecar = sidecarContainer(spec, options);
-  if ((sidecar.volumeMounts ?? []).length === 0) {
+  if (configMounts(spec).length === 0) {
     notes.push(`${where}: mounts no ConfigMap or Secret, nothing for config-sync to check; left alone`);
     return false;
   }
+  const sidecar = sidecarContainer(spec, options);
   const inits = spec.initContainers ?? [];
   const index = inits.findIndex((c) => c.name === SIDECAR_NAME);
   const saSet = spec.serviceAccountName === options.serviceAccount;
-  if (index >= 0 && same(inits[index], sidecar) && saSet) return false;
+  const hasState = (spec.volumes ?? []).some((v) => v.name === STATE_VOLUME.name);
+  if (index >= 0 && same(inits[index], sidecar) && saSet && hasState) return false;
   const sidecarNode = doc.createNode(sidecar);
   const seq = doc.getIn([...ref.path, 'initContainers'], true);
   if (isSeq(seq)) {
@@ -169,6 +177,11 @@ function injectPodSpec(
     doc.setIn([...ref.path, 'initContainers'], doc.createNode([sidecar]));
   }
   if (!saSet) doc.setIn([...ref.path, 'serviceAccountName'], options.serviceAccount);
+  if (!hasState) {
+    const volumes = doc.getIn([...ref.path, 'volumes'], true);
+    if (isSeq(volumes)) volumes.add(doc.createNode(STATE_VOLUME));
+    else doc.setIn([...ref.path, 'volumes'], doc.createNode([STATE_VOLUME]));
+  }
   return true;
 }
 

@@ -1,10 +1,21 @@
 // The config-sync sidecar for a Pod spec: one definition, used by `inject` (and by the webhook,
 // later), and matching deploy/sidecar/example/deployment.yaml (a test keeps them in step).
 // Pure: a Pod spec in, the container and the pod-level changes out.
-import type { V1Container, V1PodSpec, V1VolumeMount } from '@kubernetes/client-node';
+import type { V1Container, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import { DEFAULT_STATE_DIR } from '../agent/settings.ts';
 import { volumeSources } from '../discover/targets.ts';
 
 export const SIDECAR_NAME = 'config-sync';
+
+/**
+ * The sidecar's own emptyDir, at --state-dir: it holds the Pod's fingerprint key
+ * (src/agent/digest-key.ts), which must outlive a sidecar restart and die with the Pod.
+ */
+export const STATE_VOLUME: V1Volume = {
+  name: 'config-sync-state',
+  emptyDir: { medium: 'Memory', sizeLimit: '1Mi' },
+};
+const STATE_MOUNT: V1VolumeMount = { name: 'config-sync-state', mountPath: DEFAULT_STATE_DIR };
 
 export interface SidecarOptions {
   readonly image: string;
@@ -61,7 +72,7 @@ export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Co
       { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
     ],
     ports: [{ name: 'metrics', containerPort: 9464 }],
-    volumeMounts: configMounts(spec),
+    volumeMounts: [...configMounts(spec), STATE_MOUNT],
     resources: { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '192Mi' } },
     // Complete on its own, so the sidecar passes Pod Security "restricted" whatever the Pod sets.
     securityContext: {

@@ -126,14 +126,38 @@ export function expectEnv(
   };
 }
 
-/** One short digest over ordered parts (used for env baselines and the restart's config hash). */
+/** One short digest over ordered parts (env digests before they are keyed, the config version). */
 export function combinedDigest(parts: readonly string[]): string {
   // 16 hex characters are plenty to tell versions apart, and the value stays opaque: it is a
   // digest of digests, never of a value.
   return createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16);
 }
 
-/** The digest of everything the targets expect: the `config-sync.io/config-hash` of a restart. */
+/**
+ * Which versions of the sources a restart applies: the `config-sync.io/config-hash` on the pod
+ * template, in Events, logs and `heal` output. Made from each source's uid and resourceVersion,
+ * never from its content: the template is readable by anyone who can read the workload, and
+ * a digest of a Secret's bytes there would let them test guesses of its value. Every replica
+ * sees the same versions, so they agree on it (dedupe), and a Pod created by the restart carries
+ * it (circuit).
+ */
+export function configVersion(lookup: SourceLookup, refs: readonly SourceRef[]): string {
+  const parts = [...refs]
+    .sort((a, b) => refKey(a).localeCompare(refKey(b)))
+    .map((ref) => {
+      const state = lookup(ref);
+      return state?.state === 'present'
+        ? `${refKey(ref)}:${state.snapshot.uid}:${state.snapshot.resourceVersion}`
+        : `${refKey(ref)}:${state?.state ?? 'unknown'}`;
+    });
+  return combinedDigest(parts);
+}
+
+/**
+ * The digest of everything the targets expect, by content. Internal only (reload mode: has the
+ * config the app loaded changed?), since it is a digest of values; what is shown is
+ * configVersion.
+ */
 export function configHash(lookup: SourceLookup, refs: readonly SourceRef[]): string {
   const parts: string[] = [];
   for (const ref of [...refs].sort((a, b) => refKey(a).localeCompare(refKey(b)))) {

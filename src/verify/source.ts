@@ -35,11 +35,6 @@ export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** The short form used in logs, events and errors (never a full hash of a Secret value). */
-export function shortHash(hex: string | undefined): string {
-  return hex ? hex.slice(0, 12) : '-';
-}
-
 function digest(bytes: Uint8Array): KeyDigest {
   return { sha256: sha256(bytes), size: bytes.byteLength };
 }

@@ -3,7 +3,8 @@
 // caller passes the expectation, the observation, the target's memory and the clock.
 import type { Target } from '../discover/targets.ts';
 import type { Expectation } from './expected.ts';
-import { type KeyDigest, refKey, shortHash } from './source.ts';
+import type { Fingerprint } from './fingerprint.ts';
+import { type KeyDigest, refKey } from './source.ts';
 
 export type VerdictState = 'InSync' | 'Propagating' | 'Drifted' | 'Missing' | 'Unknown';
 
@@ -24,7 +25,7 @@ export type VerdictReason =
 export interface Mismatch {
   readonly path: string;
   readonly kind: 'content' | 'missing' | 'unexpected';
-  /** Short hash prefixes only. */
+  /** Keyed fingerprints only (src/verify/fingerprint.ts). */
   readonly expected?: string;
   readonly observed?: string;
 }
@@ -54,6 +55,8 @@ export interface VerifyPolicy {
   readonly graceMs: number;
   /** How long to wait before calling a never-updated target (subPath, env, immutable) drifted. */
   readonly debounceMs: number;
+  /** How a digest is shown in a mismatch: keyed, never a plain sha256 prefix. */
+  readonly fingerprint: Fingerprint;
 }
 
 /** A volume as read from disk: per expected path its digest or `missing`, and unexpected extras. */
@@ -74,18 +77,22 @@ export function targetId(target: Target): string {
     : `${target.container}:env:${refKey(target.ref)}`;
 }
 
-export function compareVolume(expectation: Expectation, observed: VolumeObservation): Mismatch[] {
+export function compareVolume(
+  expectation: Expectation,
+  observed: VolumeObservation,
+  fingerprint: Fingerprint,
+): Mismatch[] {
   const mismatches: Mismatch[] = [];
   for (const [path, want] of expectation.files) {
     const got = observed.files.get(path) ?? 'missing';
     if (got === 'missing') {
-      mismatches.push({ path, kind: 'missing', expected: shortHash(want.digest.sha256) });
+      mismatches.push({ path, kind: 'missing', expected: fingerprint(want.digest.sha256) });
     } else if (got.sha256 !== want.digest.sha256) {
       mismatches.push({
         path,
         kind: 'content',
-        expected: shortHash(want.digest.sha256),
-        observed: shortHash(got.sha256),
+        expected: fingerprint(want.digest.sha256),
+        observed: fingerprint(got.sha256),
       });
     }
   }
@@ -159,7 +166,7 @@ export function decide(
         mismatches: [],
       });
     }
-    mismatches = compareVolume(expectation, observation);
+    mismatches = compareVolume(expectation, observation, policy.fingerprint);
   }
 
   // (3)

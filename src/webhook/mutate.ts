@@ -7,7 +7,13 @@
 // runs as `default`.
 import type { V1Pod } from '@kubernetes/client-node';
 import { podShapeProblem } from '../inject/pod-shape.ts';
-import { SIDECAR_NAME, type SidecarOptions, sidecarContainer } from '../inject/sidecar.ts';
+import {
+  configMounts,
+  SIDECAR_NAME,
+  type SidecarOptions,
+  STATE_VOLUME,
+  sidecarContainer,
+} from '../inject/sidecar.ts';
 
 export interface AdmissionReview {
   readonly apiVersion?: string;
@@ -36,8 +42,8 @@ export interface MutationResult {
 /**
  * Steps: (1) only a Pod with containers, of a shape it can read (review.ts); (2) already carrying the sidecar: nothing (a Pod seen
  * twice, by reinvocation or by both selectors, is patched once); (3) no ConfigMap or Secret
- * mounted, or the token turned off: nothing, with a warning; (4) otherwise one JSON Patch op
- * that appends the sidecar to the init containers. Every answer allows the Pod: config-sync
+ * mounted, or the token turned off: nothing, with a warning; (4) otherwise JSON Patch ops that
+ * append the sidecar to the init containers and its state emptyDir to the volumes. Every answer allows the Pod: config-sync
  * never blocks a Pod from being created.
  */
 export function mutatePod(review: AdmissionReview, options: SidecarOptions): MutationResult {
@@ -76,13 +82,21 @@ export function mutatePod(review: AdmissionReview, options: SidecarOptions): Mut
       ],
     });
   }
+  if (configMounts(spec).length === 0) return allow('no ConfigMap or Secret mounted');
   const sidecar = sidecarContainer(spec, options);
-  if ((sidecar.volumeMounts ?? []).length === 0) return allow('no ConfigMap or Secret mounted');
   // (4)
-  const op =
+  const ops: { op: 'add'; path: string; value: unknown }[] = [
     spec.initContainers && spec.initContainers.length > 0
       ? { op: 'add', path: '/spec/initContainers/-', value: sidecar }
-      : { op: 'add', path: '/spec/initContainers', value: [sidecar] };
+      : { op: 'add', path: '/spec/initContainers', value: [sidecar] },
+  ];
+  if (!(spec.volumes ?? []).some((v) => v.name === STATE_VOLUME.name)) {
+    ops.push(
+      spec.volumes && spec.volumes.length > 0
+        ? { op: 'add', path: '/spec/volumes/-', value: STATE_VOLUME }
+        : { op: 'add', path: '/spec/volumes', value: [STATE_VOLUME] },
+    );
+  }
   const warnings =
     (spec.serviceAccountName ?? 'default') === 'default'
       ? [
@@ -91,7 +105,7 @@ export function mutatePod(review: AdmissionReview, options: SidecarOptions): Mut
       : [];
   return allow('injected', {
     patchType: 'JSONPatch',
-    patch: Buffer.from(JSON.stringify([op])).toString('base64'),
+    patch: Buffer.from(JSON.stringify(ops)).toString('base64'),
     ...(warnings.length ? { warnings } : {}),
   });
 }

@@ -138,11 +138,19 @@ export async function prepareAgentPod(
     token: id.token,
     namespace,
   });
+  // The sidecar's own emptyDir, shared by the agent and a `kubectl exec`'d CLI in that Pod.
+  const stateDir = path.join(mountRoot, 'pod-state');
+  fs.mkdirSync(stateDir);
   return {
     name,
     uid,
     mountRoot,
-    env: { ...podEnv(layout, namespace, name), HOME: mountRoot, CONFIG_SYNC_MOUNT_ROOT: mountRoot },
+    env: {
+      ...podEnv(layout, namespace, name),
+      HOME: mountRoot,
+      CONFIG_SYNC_MOUNT_ROOT: mountRoot,
+      CONFIG_SYNC_STATE_DIR: stateDir,
+    },
   };
 }
 

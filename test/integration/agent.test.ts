@@ -1,6 +1,7 @@
 // The agent end to end, as separate processes against the real API, with exactly the shipped
 // Role and kubelet-style mounts: the issue's scenarios, each in a namespace of its own.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -289,6 +290,22 @@ describe('targets kubelet never updates', () => {
     ].join('\n');
     expect(everything).not.toContain(SECRET_VALUE);
     expect(everything).not.toContain(Buffer.from(SECRET_VALUE).toString('base64'));
+
+    // Nor a plain digest of it, which anyone could recompute for a guessed value: the
+    // env-baseline annotation and every fingerprint in the logs are keyed with the Pod's key.
+    const plain = [SECRET_VALUE, `${SECRET_VALUE}-rotated`].flatMap((value) => {
+      const sha = createHash('sha256').update(value).digest('hex');
+      return [sha.slice(0, 12), createHash('sha256').update(`password=${sha}`).digest('hex').slice(0, 16)];
+    });
+    const { annotations } = await podCondition(ns.admin, ns.name, pod.name);
+    const recorded = JSON.parse(annotations['config-sync.io/env-baseline'] ?? '{}');
+    expect(recorded).toEqual({ kid: expect.stringMatching(/^[0-9a-f]{8}$/), baselines: expect.any(Object) });
+    expect(Object.values(recorded.baselines)).toEqual([expect.stringMatching(/^[0-9a-f]{12}$/)]);
+    for (const digest of plain) {
+      expect(`${everything}\n${JSON.stringify(annotations)}\n${check.stdout}${dry.stdout}`).not.toContain(
+        digest,
+      );
+    }
   });
 });
 

@@ -69,7 +69,10 @@ describe('kubectl apply -k deploy/sidecar into a Pod Security "restricted" names
         ['POD_NAMESPACE', 'metadata.namespace'],
       ]),
     );
-    expect(sidecar?.volumeMounts?.every((m) => m.readOnly)).toBe(true);
+    // The app's configuration read-only; writable only its own emptyDir (the fingerprint key).
+    const writable = sidecar?.volumeMounts?.filter((m) => !m.readOnly);
+    expect(writable).toEqual([{ name: 'config-sync-state', mountPath: '/var/run/config-sync' }]);
+    expect(spec?.volumes?.find((v) => v.name === 'config-sync-state')?.emptyDir).toBeDefined();
     expect(sidecar?.securityContext).toMatchObject({
       readOnlyRootFilesystem: true,
       allowPrivilegeEscalation: false,

@@ -236,9 +236,9 @@ describe('and nothing more', () => {
     expect(said).toContain(message);
   });
 
-  it('can still restart it: both restart annotations', async () => {
+  it('can still restart it: both restart annotations (a server-side dry run, so its Pod stays)', async () => {
     await agentClient().patch(
-      deploymentPath('web'),
+      `${deploymentPath('web')}?dryRun=All`,
       {
         spec: {
           template: {

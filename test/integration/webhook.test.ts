@@ -219,10 +219,12 @@ describe('config-sync webhook', () => {
     const pod = await deployAndGetPod(labelled.admin, labelled.name, 'web');
     expect(hasSidecar(pod)).toBe(true);
     const sidecar = pod.spec?.initContainers?.find((c) => c.name === 'config-sync');
-    // Its own read-only config mount, and (added by the ServiceAccount admission plugin, which
-    // the API server re-runs after a webhook mutated the Pod) the token the agent needs.
+    // Its own read-only config mount, its state emptyDir, and (added by the ServiceAccount
+    // admission plugin, which the API server re-runs after a webhook mutated the Pod) the token
+    // the agent needs.
     expect(sidecar?.volumeMounts).toEqual([
       expect.objectContaining({ name: 'config', mountPath: '/etc/app', readOnly: true }),
+      { name: 'config-sync-state', mountPath: '/var/run/config-sync' },
       expect.objectContaining({
         name: expect.stringMatching(/^kube-api-access-/),
         mountPath: '/var/run/secrets/kubernetes.io/serviceaccount',

@@ -53,6 +53,7 @@ spec:
 interface PodSpecView {
   serviceAccountName?: string;
   initContainers?: { name: string; restartPolicy?: string; volumeMounts?: unknown[] }[];
+  volumes?: { name: string; [field: string]: unknown }[];
 }
 
 function podSpecOf(output: string, index: number): PodSpecView {
@@ -84,6 +85,11 @@ describe('inject', () => {
       { name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml', readOnly: true },
       { name: 'tls', mountPath: '/tls', readOnly: true },
       { name: 'merged', mountPath: '/etc/merged', readOnly: true },
+      { name: 'config-sync-state', mountPath: '/var/run/config-sync' },
+    ]);
+    // Its own emptyDir: the Pod's fingerprint key.
+    expect(spec.volumes?.filter((v) => v.name === 'config-sync-state')).toEqual([
+      { name: 'config-sync-state', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
     ]);
   });
 

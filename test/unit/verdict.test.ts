@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EnvTarget, VolumeTarget } from '../../src/discover/targets.ts';
 import { expectEnv, expectVolume } from '../../src/verify/expected.ts';
+import { keyedFingerprint, keyId } from '../../src/verify/fingerprint.ts';
 import {
   type SourceSnapshot,
   type SourceState,
@@ -12,7 +13,8 @@ import {
 } from '../../src/verify/source.ts';
 import { decide, type TargetMemory, type VolumeObservation } from '../../src/verify/verdict.ts';
 
-const policy = { graceMs: 90_000, debounceMs: 5_000 };
+const fingerprint = keyedFingerprint(Buffer.from('a test key of this pod'));
+const policy = { graceMs: 90_000, debounceMs: 5_000, fingerprint };
 const T0 = Date.parse('2026-12-02T10:00:00Z');
 
 const volume = (over: Partial<VolumeTarget> = {}): VolumeTarget => ({
@@ -77,8 +79,8 @@ describe('volume targets', () => {
       {
         path: 'a.yaml',
         kind: 'content',
-        expected: sha256(Buffer.from('x: 2')).slice(0, 12),
-        observed: sha256(Buffer.from('x: 1')).slice(0, 12),
+        expected: fingerprint(sha256(Buffer.from('x: 2'))),
+        observed: fingerprint(sha256(Buffer.from('x: 1'))),
       },
     ]);
     expect(memory).toEqual({ lastState: 'Propagating', mismatchSince: T0 + 10_000 });
@@ -329,5 +331,26 @@ describe('sameView: two reads of one source show the same object', () => {
     ['never read', undefined, present('u1', '5'), false],
   ])('%s', (_what, a, b, same) => {
     expect(sameView(a, b)).toBe(same);
+  });
+});
+
+describe('fingerprints: what leaves the process is keyed', () => {
+  const digest = sha256(Buffer.from('hunter2'));
+
+  it('is not the plain sha256 prefix a reader could recompute for a guessed value', () => {
+    expect(fingerprint(digest)).toMatch(/^[0-9a-f]{12}$/);
+    expect(fingerprint(digest)).not.toBe(digest.slice(0, 12));
+  });
+
+  it('is stable under one key and differs under another', () => {
+    expect(fingerprint(digest)).toBe(keyedFingerprint(Buffer.from('a test key of this pod'))(digest));
+    expect(keyedFingerprint(Buffer.from('another pod'))(digest)).not.toBe(fingerprint(digest));
+  });
+
+  it('a key id names the key without revealing it', () => {
+    const key = Buffer.from('a test key of this pod');
+    expect(keyId(key)).toMatch(/^[0-9a-f]{8}$/);
+    expect(keyId(key)).not.toBe(keyId(Buffer.from('another pod')));
+    expect(keyId(key)).not.toContain(key.toString('hex').slice(0, 8));
   });
 });

@@ -32,6 +32,22 @@ describe('mutatePod', () => {
     expect(r.review.response.warnings).toBeUndefined();
   });
 
+  it("adds the sidecar's state emptyDir to the volumes, once", () => {
+    const [, volume] = patchOf(mutatePod(review(pod()), DEFAULT_SIDECAR));
+    expect(volume).toEqual({
+      op: 'add',
+      path: '/spec/volumes/-',
+      value: { name: 'config-sync-state', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+    });
+    const withState = pod({
+      volumes: [
+        { name: 'config', configMap: { name: 'web-config' } },
+        { name: 'config-sync-state', emptyDir: {} },
+      ],
+    });
+    expect(patchOf(mutatePod(review(withState), DEFAULT_SIDECAR))).toHaveLength(1);
+  });
+
   it('appends to existing init containers', () => {
     const r = mutatePod(review(pod({ initContainers: [{ name: 'migrate', image: 'm' }] })), DEFAULT_SIDECAR);
     expect(patchOf(r)[0]).toMatchObject({ op: 'add', path: '/spec/initContainers/-' });
