@@ -158,7 +158,17 @@ export class SourceWatch {
       );
     } catch (error) {
       if ((error as { code?: number }).code === 410) throw new GoneError('410');
-      throw error;
+      // A refused or failed watch says who was refused what, as a refused list does.
+      throw explainApiError(
+        error,
+        {
+          verb: 'watch',
+          resource: SOURCE_RESOURCE[this.ref.kind],
+          namespace: this.namespace,
+          name: this.ref.name,
+        },
+        this.client.scope,
+      );
     } finally {
       signal.removeEventListener('abort', stop);
       this.stream = undefined;

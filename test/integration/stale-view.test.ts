@@ -3,7 +3,7 @@
 // network between them. In every scenario a change is made while the agent cannot see it, and
 // kubelet delivers it at once, so the files on disk are right and the agent's copy of the
 // ConfigMap is old: calling that drift would restart a healthy workload.
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiProxy } from '../cluster/api-proxy.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -165,5 +165,61 @@ describe('stopping while the API hangs', () => {
     expect(await agent.stop()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(agent.lines.at(-1)?.msg).toBe('stopped');
+  });
+});
+
+describe('the RoleBinding removed mid-run', () => {
+  const ns = useNamespace('stale-rbac');
+
+  it('clear, rate-limited errors while it is gone; back in sync within seconds of its return', async () => {
+    const { proxy, agent } = await agentBehindProxy(ns.admin, ns.name, ['--grace', '2s']);
+    const rbac = ns.admin.makeApiClient(RbacAuthorizationV1Api);
+    const binding = await rbac.readNamespacedRoleBinding({ name: 'config-sync-agent', namespace: ns.name });
+    await rbac.deleteNamespacedRoleBinding({ name: 'config-sync-agent', namespace: ns.name });
+    // An open watch is authorized once, when it starts: end it as the server does at its
+    // timeout, so the agent must ask again.
+    const mark = agent.lines.length;
+    proxy.endWatches();
+    const refused = await agent.waitFor(
+      (l) => agent.lines.indexOf(l) >= mark && l.msg === 'API watch restarting',
+      'the refusal logged',
+    );
+    expect(String(refused.detail)).toMatch(
+      /system:serviceaccount:.*:config-sync-agent may not (watch|list) configmaps "web-config" in namespace/,
+    );
+    await agent.waitFor(
+      (l) => agent.lines.indexOf(l) >= mark && l.state === 'Unknown',
+      'Unknown while refused',
+    );
+
+    // Ten seconds without the binding: the retries back off, they do not flood the log or the API.
+    const t0 = Date.now();
+    await waitFor(() => (Date.now() - t0 >= 10_000 ? true : undefined), {
+      what: 'ten seconds without the RoleBinding',
+      timeoutMs: 15_000,
+      intervalMs: 500,
+    });
+    const retries = agent.lines.slice(mark).filter((l) => l.msg === 'API watch restarting').length;
+    expect(retries).toBeGreaterThanOrEqual(3);
+    expect(retries).toBeLessThanOrEqual(8);
+    expect(proxy.count('list', t0)).toBeLessThanOrEqual(8);
+
+    const restoredAt = Date.now();
+    const back = agent.lines.length;
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'config-sync-agent' },
+        roleRef: binding.roleRef,
+        subjects: binding.subjects ?? [],
+      },
+    });
+    await agent.waitFor(
+      (l) => agent.lines.indexOf(l) >= back && l.state === 'InSync',
+      'InSync once the RoleBinding is back',
+      20_000,
+    );
+    expect(Date.now() - restoredAt).toBeLessThan(20_000);
+    expect(agent.lines.some((l) => l.msg === 'restarted workload')).toBe(false);
   });
 });
