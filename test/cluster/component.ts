@@ -16,6 +16,7 @@ export interface ComponentSpec {
 }
 
 export class Component {
+  readonly spec: ComponentSpec;
   readonly name: string;
   readonly logFile: string;
   readonly pid: number;
@@ -24,6 +25,7 @@ export class Component {
   private readonly exited: Promise<void>;
 
   private constructor(spec: ComponentSpec, child: ChildProcess) {
+    this.spec = spec;
     this.name = spec.name;
     this.logFile = spec.logFile;
     this.child = child;

@@ -296,6 +296,32 @@ export class ControlPlane {
     }
   }
 
+  /**
+   * Kills the kube-apiserver (SIGKILL: a crash, not a graceful shutdown that drains watches)
+   * and starts it again on the same port, certificates and etcd, as a node's static Pod would
+   * be restarted; resolves once it answers /readyz. `whileDown` runs in between.
+   */
+  async restartApiserver(whileDown: () => Promise<void> = async () => {}): Promise<void> {
+    const index = this.components.findIndex((c) => c.name === 'kube-apiserver');
+    const old = this.components[index];
+    if (!old) throw new Error('no kube-apiserver in this control plane');
+    old.killNow();
+    await old.stop(0);
+    await whileDown();
+    const fresh = Component.start(old.spec);
+    this.components[index] = fresh;
+    await waitFor(
+      async () =>
+        (await httpsGet(`${this.info.server}/readyz`, { ca: this.info.caPem, token: this.info.adminToken }))
+          .status === 200,
+      {
+        what: 'kube-apiserver /readyz after a restart',
+        timeoutMs: 90_000,
+        abortIf: () => fresh.exitReason(),
+      },
+    );
+  }
+
   /** Stops the components in reverse start order and removes the data directory. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;

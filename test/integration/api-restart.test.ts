@@ -1,0 +1,64 @@
+// The API server killed and restarted, for real: a control plane of this file's own (the shared
+// one serves every other file), its kube-apiserver SIGKILLed and started again on the same port,
+// certificates and etcd. The agent must treat its copy as no evidence while its watch is down,
+// relist as soon as the API answers, and not restart a workload whose files kubelet brought up
+// to date with a change made the moment the API came back.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  AgentProcess,
+  type AppPod,
+  createApp,
+  templateAnnotations,
+  updateConfig,
+  writeMount,
+} from '../cluster/app.ts';
+import { resolveAssets } from '../cluster/assets.ts';
+import { ControlPlane } from '../cluster/control-plane.ts';
+import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
+
+let plane: ControlPlane;
+const running: AgentProcess[] = [];
+
+beforeAll(async () => {
+  plane = await ControlPlane.start({ assets: resolveAssets() });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(running.splice(0).map((a) => a.stop()));
+  await plane?.stop();
+});
+
+describe('kube-apiserver killed and restarted', () => {
+  it('Unknown while it is down, InSync soon after it is back, no restart', { timeout: 180_000 }, async () => {
+    const admin = adminKubeConfig(plane.info);
+    const namespace = await createTestNamespace(admin, 'api-restart');
+    const [pod] = (await createApp(plane.info, admin, namespace, 1)) as [AppPod];
+    const agent = AgentProcess.start(pod, ['--grace', '2s']);
+    running.push(agent);
+    await agent.waitFor((l) => l.state === 'InSync', 'InSync');
+
+    const mark = agent.lines.length;
+    await plane.restartApiserver(async () => {
+      const down = await agent.waitFor(
+        (l) => agent.lines.indexOf(l) >= mark && l.state === 'Unknown',
+        'Unknown while the API server is down',
+      );
+      expect(String(down.msg)).toMatch(/API watch not live/);
+    });
+    const backAt = Date.now();
+    // A change the moment the API is back, delivered by kubelet at once.
+    await updateConfig(admin, namespace, { 'app.yaml': 'level: debug\n' });
+    writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
+
+    const after = agent.lines.length;
+    await agent.waitFor(
+      (l) => agent.lines.indexOf(l) >= after && l.state === 'InSync',
+      'InSync after the restart',
+      30_000,
+    );
+    // Blind for at most one backoff step (8 s at most, randomized below that), not 30 s.
+    expect(Date.now() - backAt).toBeLessThan(20_000);
+    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
+    expect(await templateAnnotations(admin, namespace)).not.toHaveProperty(['config-sync.io/config-hash']);
+  });
+});
