@@ -1,11 +1,13 @@
 // The kubeconfig connection: client-node reads the kubeconfig files and runs the user's
-// authentication (token, client certificate, exec plugin, OIDC and the other auth providers) on
-// every request; the transport sends. Loaded only when the scope is a kubeconfig
+// authentication (token, client certificate, OIDC and the other auth providers) on every
+// request; an exec plugin and a tokenFile config-sync runs itself (exec-credential.ts,
+// kubeconfig-token-file.ts), where client-node loses what an operator needs; the transport sends. Loaded only when the scope is a kubeconfig
 // (src/kube/client.ts imports this module lazily), so the in-cluster agent never loads
 // client-node's runtime.
 import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ConfigSyncError } from '../errors.ts';
+import { type ExecConfig, execCredentialSource } from './exec-credential.ts';
 import { RotatingFile } from './in-cluster-connection.ts';
 import { tokenFiles } from './kubeconfig-token-file.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
@@ -41,8 +43,13 @@ export function kubeconfigConnection(files: readonly string[], context: string):
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error(`context "${context}" has no cluster`);
   const server = new URL(cluster.server);
-  const userName = kc.getCurrentUser()?.name;
-  const tokenFilePath = userName && !kc.getCurrentUser()?.token ? tokenFileOf(files, userName) : undefined;
+  const current = kc.getCurrentUser();
+  const userName = current?.name;
+  // The exec plugin is taken out of client-node's hands: the copy it keeps has none.
+  const exec = current?.exec as ExecConfig | undefined;
+  const execCredential = exec && userName ? execCredentialSource(exec, userName) : undefined;
+  if (exec && current) kc.users = kc.users.map((u) => (u === current ? { ...u, exec: undefined } : u));
+  const tokenFilePath = userName && !current?.token ? tokenFileOf(files, userName) : undefined;
   const tokenFile = tokenFilePath ? new RotatingFile(tokenFilePath) : undefined;
   return async (): Promise<Connection> => {
     const options: https.RequestOptions & { headers: Record<string, string> } = { headers: {} };
@@ -64,13 +71,15 @@ export function kubeconfigConnection(files: readonly string[], context: string):
       }
       headers.Authorization = `Bearer ${token}`;
     }
+    const fromPlugin = execCredential ? await execCredential() : undefined;
+    if (fromPlugin?.token) headers.Authorization = `Bearer ${fromPlugin.token}`;
     return {
       server,
       headers,
       tls: {
         ca: options.ca as Buffer | undefined,
-        cert: options.cert as Buffer | undefined,
-        key: options.key as Buffer | undefined,
+        cert: fromPlugin?.clientCertificateData ?? (options.cert as Buffer | undefined),
+        key: fromPlugin?.clientKeyData ?? (options.key as Buffer | undefined),
         pfx: options.pfx as Buffer | undefined,
         passphrase: options.passphrase,
         rejectUnauthorized: options.rejectUnauthorized,

@@ -198,3 +198,65 @@ describe('refused requests', () => {
     });
   });
 });
+
+describe('a kubeconfig whose user runs an exec credential plugin', () => {
+  it('sends the token the plugin returns, as the identity it belongs to', async () => {
+    const reader = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'exec-reader',
+      rules,
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'client-exec-'));
+    const plugin = path.join(dir, 'plugin.sh');
+    fs.writeFileSync(
+      plugin,
+      `#!/bin/sh\necho '${JSON.stringify({
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        status: { token: reader.token },
+      })}'\n`,
+      { mode: 0o755 },
+    );
+    const file = path.join(dir, 'config');
+    const cp = controlPlane();
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [
+          {
+            name: 'test',
+            cluster: {
+              server: cp.server,
+              'certificate-authority-data': Buffer.from(cp.caPem).toString('base64'),
+            },
+          },
+        ],
+        users: [
+          {
+            name: 'agent',
+            user: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin } },
+          },
+        ],
+        contexts: [{ name: 'test', context: { cluster: 'test', user: 'agent', namespace: ns.name } }],
+        'current-context': 'test',
+      }),
+    );
+    const { createKubeClient } = await import('../../src/kube/client.ts');
+    const { resolveScope } = await import('../../src/kube/scope.ts');
+    const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
+    const scope = resolveScope(
+      await gatherScopeFacts({ kubeconfig: { value: file, source: '--kubeconfig' } }, {}),
+      'operator',
+    );
+    expect(scope.credentials.value.kind).toBe('exec');
+    const cm = await readConfigMap(createKubeClient(scope));
+    expect(cm.data).toEqual({ k: 'v' });
+    // The agent's identity may not read Secrets: the token really was the plugin's.
+    const refused = await rejection(
+      createKubeClient(scope).get(resourcePath({ resource: 'secrets', namespace: ns.name })),
+    );
+    expect(refused.code).toBe(403);
+  });
+});

@@ -270,3 +270,72 @@ describe('a kubeconfig tokenFile that ends with a newline', () => {
     expect(view.ok && view.view.users.u).toEqual({ credentials: 'token-file' });
   });
 });
+
+describe('a kubeconfig exec credential plugin', () => {
+  /** A kubeconfig whose user runs `script` (a shell script) as its exec plugin. */
+  function withPlugin(script: string): string {
+    const dir = fs.mkdtempSync(path.join(tmp, 'exec-'));
+    const plugin = path.join(dir, 'plugin.sh');
+    fs.writeFileSync(plugin, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+    const file = path.join(dir, 'config');
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [
+          {
+            name: 'u',
+            user: {
+              exec: {
+                apiVersion: 'client.authentication.k8s.io/v1',
+                command: plugin,
+                args: [dir],
+                interactiveMode: 'Never',
+              },
+            },
+          },
+        ],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+    return file;
+  }
+
+  async function connect(file: string) {
+    const { kubeconfigConnection } = await import('../../src/kube/kubeconfig-connection.ts');
+    return kubeconfigConnection([file], 'x');
+  }
+
+  it.each([
+    [
+      'echo "starting" >&2; echo "error: you must log in first" >&2; exit 3',
+      'exited with code 3; its last line on stderr: error: you must log in first',
+    ],
+    ['exit 1', 'exited with code 1; it wrote nothing on stderr'],
+    ['echo "not json"', 'exited 0 but printed no ExecCredential JSON on stdout'],
+  ])('%j: CS_AUTH_EXEC_FAILED with its exit code and last stderr line', async (script, said) => {
+    const connection = await connect(withPlugin(script));
+    const error = await connection().then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message?: string; hint?: string },
+    );
+    expect(error?.code).toBe('CS_AUTH_EXEC_FAILED');
+    expect(error?.message).toContain('the credential plugin');
+    expect(error?.message).toContain('of kubeconfig user "u"');
+    expect(error?.message).toContain(said);
+    expect(error?.message).not.toContain('not json');
+  });
+
+  it('a token it returns is sent, and reused until it expires', async () => {
+    const file = withPlugin(
+      'echo run >> "$1/runs"; echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"2999-01-01T00:00:00Z"}}\'',
+    );
+    const connection = await connect(file);
+    expect((await connection()).headers).toMatchObject({ Authorization: 'Bearer exec-token' });
+    expect((await connection()).headers).toMatchObject({ Authorization: 'Bearer exec-token' });
+    expect(fs.readFileSync(path.join(path.dirname(file), 'runs'), 'utf8')).toBe('run\n');
+  });
+});

@@ -1,0 +1,130 @@
+// A kubeconfig user's exec credential plugin (client.authentication.k8s.io ExecCredential), run
+// by config-sync itself rather than by client-node: client-node rejects a failed plugin with its
+// whole stderr as the message and drops the exit code, so a plugin that failed silently read
+// "failed: " with nothing after it. Here a failure says which plugin, its exit code and the last
+// line it wrote to stderr; and a plugin that hangs is stopped.
+//
+// Steps: (1) a cached credential that has not expired is used as is; (2) run the command with
+// its args, the user's env on top of ours, and KUBERNETES_EXEC_INFO (non-interactive, as kubectl
+// sets it), stdin closed; (3) exit 0 and an ExecCredential on stdout with a token or a client
+// certificate: cache it until its expirationTimestamp; anything else is CS_AUTH_EXEC_FAILED.
+// Neither stdout (it holds the credential) nor a token ever goes into an error or a log.
+import { spawn } from 'node:child_process';
+import { ConfigSyncError } from '../errors.ts';
+
+export interface ExecConfig {
+  readonly command: string;
+  readonly args?: readonly string[] | null;
+  readonly env?: readonly { readonly name: string; readonly value: string }[] | null;
+  readonly apiVersion?: string;
+}
+
+export interface ExecCredential {
+  readonly token?: string;
+  readonly clientCertificateData?: string;
+  readonly clientKeyData?: string;
+}
+
+/** How long a plugin may run (a login prompt it cannot show would otherwise hang every request). */
+const PLUGIN_TIMEOUT_MS = 60_000;
+
+export function execCredentialSource(
+  exec: ExecConfig,
+  user: string,
+  clock: () => number = Date.now,
+): () => Promise<ExecCredential> {
+  let cached: { credential: ExecCredential; expiresAt: number } | undefined;
+  return async () => {
+    // (1)
+    if (cached && clock() < cached.expiresAt) return cached.credential;
+    const { credential, expiresAt } = await runPlugin(exec, user);
+    cached = { credential, expiresAt };
+    return credential;
+  };
+}
+
+function failure(exec: ExecConfig, user: string, what: string): ConfigSyncError {
+  return new ConfigSyncError(
+    'CS_AUTH_EXEC_FAILED',
+    'config',
+    `the credential plugin "${exec.command}" of kubeconfig user "${user}" ${what}`,
+    {
+      hint: `run "${[exec.command, ...(exec.args ?? [])].join(' ')}" yourself to see why (it may need a login first); config-sync shows only its exit code and last stderr line, never what it prints on stdout`,
+      details: { command: exec.command, user },
+    },
+  );
+}
+
+function runPlugin(
+  exec: ExecConfig,
+  user: string,
+): Promise<{ credential: ExecCredential; expiresAt: number }> {
+  return new Promise((resolve, reject) => {
+    // (2)
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const e of exec.env ?? []) env[e.name] = e.value;
+    env.KUBERNETES_EXEC_INFO = JSON.stringify({
+      apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    });
+    const child = spawn(exec.command, [...(exec.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), PLUGIN_TIMEOUT_MS);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr = (stderr + c).slice(-4096);
+    });
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(
+        failure(
+          exec,
+          user,
+          `could not be started (${(error as NodeJS.ErrnoException).code ?? error.message})`,
+        ),
+      );
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      // (3)
+      const lastLine = stderr.trim().split('\n').at(-1)?.trim();
+      const said = lastLine ? `; its last line on stderr: ${lastLine}` : '; it wrote nothing on stderr';
+      if (code !== 0) {
+        const how =
+          signal === 'SIGKILL'
+            ? `did not finish in ${PLUGIN_TIMEOUT_MS / 1000} s`
+            : `exited with code ${code ?? signal}`;
+        reject(failure(exec, user, `${how}${said}`));
+        return;
+      }
+      let status: (ExecCredential & { expirationTimestamp?: string }) | undefined;
+      try {
+        status = (JSON.parse(stdout) as { status?: ExecCredential & { expirationTimestamp?: string } })
+          .status;
+      } catch {
+        reject(failure(exec, user, 'exited 0 but printed no ExecCredential JSON on stdout'));
+        return;
+      }
+      if (!status?.token && !(status?.clientCertificateData && status.clientKeyData)) {
+        reject(
+          failure(exec, user, 'returned an ExecCredential with neither a token nor a client certificate'),
+        );
+        return;
+      }
+      const expires = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : Number.NaN;
+      resolve({
+        credential: {
+          ...(status.token ? { token: status.token } : {}),
+          ...(status.clientCertificateData ? { clientCertificateData: status.clientCertificateData } : {}),
+          ...(status.clientKeyData ? { clientKeyData: status.clientKeyData } : {}),
+        },
+        // No expiry: kubectl keeps such a credential for the life of the process; so does this.
+        expiresAt: Number.isNaN(expires) ? Number.POSITIVE_INFINITY : expires - 10_000,
+      });
+    });
+  });
+}
