@@ -12,7 +12,7 @@
 //  (4) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
 import type { Logger } from 'pino';
-import { referencedSources, targetSources } from '../discover/targets.ts';
+import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ANNOTATION, type Plan } from '../heal/planner.ts';
 import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.ts';
@@ -72,6 +72,9 @@ class Wakeup {
   }
 }
 
+/** How soon a reload fallback held back by an unreadable API is tried again. */
+const FALLBACK_RETRY_MS = 5_000;
+
 export interface AgentHandle {
   ready(): boolean;
   live(): boolean;
@@ -92,7 +95,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastActionKey = '';
   let loadedHash: string | undefined;
   let confirmReload: string | undefined;
-  let reloadFailedFor: string | undefined;
+  /** A reload that failed, for that config: the fallback is owed until it is carried out. */
+  let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
   let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
@@ -206,7 +210,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       loadedHash = current;
       return {};
     }
-    if (!shouldReload(verdicts, loadedHash, current) || reloadFailedFor === current) return {};
+    if (!shouldReload(verdicts, loadedHash, current)) return {};
+    if (reloadFailure?.config === current) {
+      return reloadFailure.fallbackOwed ? fallBack(reloadFailure.message, verdicts, now) : {};
+    }
     try {
       const how = await triggerReload(trigger, signal);
       loadedHash = current;
@@ -220,23 +227,48 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       wakeup.wake();
       return {};
     } catch (error) {
-      reloadFailedFor = current;
       const message = (error as Error).message;
+      reloadFailure = { config: current, message, fallbackOwed: true };
       metrics.heals.inc({ action: 'reload', result: 'failed' });
       log.warn(
         { decision: 'reload', configHash: configVersion(lookup, rt.sources), error: message },
         'reload failed',
       );
       await event('ReloadFailed', message, 'Warning');
-      const failed: Verdict = {
-        target: 'reload',
-        state: 'Drifted',
-        reason: 'ReloadFailed',
-        message: `${message}: the app may still run the old config`,
-        mismatches: [],
-      };
-      return act([...verdicts, failed], now);
+      return fallBack(message, verdicts, now);
     }
+  }
+
+  // The fallback restarts for the config the cache holds, so that view is confirmed first, as
+  // drift is: stale, and the next pass decides on the corrected view (a new config is a new
+  // reload); unreadable, and the fallback is tried again after FALLBACK_RETRY_MS.
+  async function fallBack(
+    message: string,
+    verdicts: readonly Verdict[],
+    now: number,
+  ): Promise<{ retryAt?: number }> {
+    const { corrected, unconfirmed } = await reRead(rt.sources);
+    if (corrected || unconfirmed.size > 0) {
+      log.warn(
+        {
+          configHash: configVersion(lookup, rt.sources),
+          stale: corrected,
+          unreadable: [...unconfirmed.keys()],
+        },
+        'reload fallback held back: the sources changed or could not be read',
+      );
+      if (corrected) wakeup.wake();
+      return corrected ? {} : { retryAt: now + FALLBACK_RETRY_MS };
+    }
+    if (reloadFailure) reloadFailure.fallbackOwed = false;
+    const failed: Verdict = {
+      target: 'reload',
+      state: 'Drifted',
+      reason: 'ReloadFailed',
+      message: `${message}: the app may still run the old config`,
+      mismatches: [],
+    };
+    return act([...verdicts, failed], now);
   }
 
   // (4)
@@ -295,7 +327,18 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function confirmView(pass: PassResult, now: number): Promise<PassResult> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return pass;
-    const refs = referencedSources(rt.targets.filter((t) => drifted.has(targetId(t))));
+    const { corrected, unconfirmed } = await reRead(
+      referencedSources(rt.targets.filter((t) => drifted.has(targetId(t)))),
+    );
+    // (a)
+    if (!corrected && unconfirmed.size === 0) return pass;
+    return runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now);
+  }
+
+  /** (b) and (c) for `refs`: corrects the cache where it was stale; returns what could not be read. */
+  async function reRead(
+    refs: readonly SourceRef[],
+  ): Promise<{ corrected: boolean; unconfirmed: Map<string, SourceState> }> {
     const fresh = await Promise.all(refs.map((ref) => readSource(rt.client, rt.namespace, ref)));
     const unconfirmed = new Map<string, SourceState>();
     let corrected = false;
@@ -320,9 +363,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         corrected = true;
       }
     });
-    // (a)
-    if (!corrected && unconfirmed.size === 0) return pass;
-    return runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now);
+    return { corrected, unconfirmed };
   }
 
   function runPass(view: SourceLookup, now: number): PassResult {

@@ -3,6 +3,8 @@
 // network between them. In every scenario a change is made while the agent cannot see it, and
 // kubelet delivers it at once, so the files on disk are right and the agent's copy of the
 // ConfigMap is old: calling that drift would restart a healthy workload.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiProxy } from '../cluster/api-proxy.ts';
@@ -221,5 +223,54 @@ describe('the RoleBinding removed mid-run', () => {
     );
     expect(Date.now() - restoredAt).toBeLessThan(20_000);
     expect(agent.lines.some((l) => l.msg === 'restarted workload')).toBe(false);
+  });
+});
+
+describe('a reload that fails while the API cannot be reached', () => {
+  const ns = useNamespace('stale-reload');
+
+  it('holds the fallback back until the sources can be confirmed, then restarts once', async () => {
+    let proxy: ApiProxy | undefined;
+    const calls: string[] = [];
+    // The app's reload endpoint fails, and the network to the API breaks at that moment.
+    const app = http.createServer((req, res) => {
+      calls.push(`${req.method} ${req.url}`);
+      proxy?.cut();
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => app.close(resolve)));
+    const url = `http://127.0.0.1:${(app.address() as AddressInfo).port}/-/reload`;
+    const started = await agentBehindProxy(ns.admin, ns.name, [
+      '--on-drift',
+      'reload',
+      '--reload-url',
+      url,
+      '--grace',
+      '30s',
+      '--request-timeout',
+      '2s',
+    ]);
+    proxy = started.proxy;
+    const { pod, agent } = started;
+
+    await updateConfig(ns.admin, ns.name, CHANGED);
+    await agent.waitFor((l) => l.state === 'Propagating', 'Propagating');
+    writeMount(pod.mountRoot, CHANGED);
+    await agent.waitFor((l) => l.msg === 'reload failed', 'the failed reload');
+    await agent.waitFor(
+      (l) => String(l.msg).startsWith('reload fallback held back'),
+      'the fallback held back while the API is cut off',
+    );
+    expect(agent.lines.some((l) => l.msg === 'restarted workload')).toBe(false);
+
+    proxy.resume();
+    await agent.waitFor(
+      (l) => l.msg === 'restarted workload',
+      'the fallback restart once the API answers',
+      30_000,
+    );
+    expect(agent.lines.filter((l) => l.msg === 'restarted workload')).toHaveLength(1);
+    expect(calls.length).toBeGreaterThan(0);
   });
 });
