@@ -382,10 +382,11 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function reconcile(): Promise<number | undefined> {
     const now = clock();
     const t0 = performance.now();
-    // (1)
-    const pass = await confirmView(runPass(lookup, now), now);
-    memory = pass.memory;
+    // (1) The duration metric is the local pass (read, hash, decide), not the API's answer time.
+    const first = runPass(lookup, now);
     metrics.duration.observe((performance.now() - t0) / 1000);
+    const pass = await confirmView(first, now);
+    memory = pass.memory;
     const drifted = pass.verdicts.filter(isDrift);
     // A source counts as mismatched in this pass when any target that reads it drifted.
     const driftedTargets = new Set(drifted.map((v) => v.target));

@@ -56,6 +56,13 @@ async function eventReasons(admin: KubeConfig, namespace: string, pod: string): 
 
 const CHANGED = { 'app.yaml': 'level: debug\n' };
 
+/** The central promise: no drift reported, no Drifted Event, no restart of the workload. */
+async function expectNoDriftActedOn(admin: KubeConfig, namespace: string, pod: AppPod, agent: AgentProcess) {
+  expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
+  expect(await templateAnnotations(admin, namespace)).not.toHaveProperty(['config-sync.io/config-hash']);
+  expect(await eventReasons(admin, namespace, pod.name)).not.toContain('Drifted');
+}
+
 describe('a watch that hangs half-open while requests still pass', () => {
   const ns = useNamespace('stale-watch');
 
@@ -78,9 +85,7 @@ describe('a watch that hangs half-open while requests still pass', () => {
     expect(
       sample(metrics, 'config_sync_api_watch_restarts_total', { kind: 'ConfigMap', reason: 'resync' }),
     ).toBe(1);
-    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
-    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
-    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+    await expectNoDriftActedOn(ns.admin, ns.name, pod, agent);
   });
 });
 
@@ -111,9 +116,7 @@ describe('a partition that drops packets', () => {
       what: 'InSync after the partition',
       timeoutMs: 30_000,
     });
-    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
-    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
-    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+    await expectNoDriftActedOn(ns.admin, ns.name, pod, agent);
   });
 });
 
@@ -140,9 +143,7 @@ describe('the API server gone and back, with a watch cache that lost the version
       what: 'InSync once the API is back',
       timeoutMs: 30_000,
     });
-    expect(agent.lines.some((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toBe(false);
-    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
-    expect(await eventReasons(ns.admin, ns.name, pod.name)).not.toContain('Drifted');
+    await expectNoDriftActedOn(ns.admin, ns.name, pod, agent);
   });
 });
 

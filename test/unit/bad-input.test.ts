@@ -245,23 +245,29 @@ describe('keys that are not regular files', () => {
   });
 });
 
+/** A kubeconfig in `dir` with one context `x` whose user `u` is `user`; the server is never asked. */
+function kubeconfigWith(dir: string, user: Record<string, unknown>): string {
+  const file = path.join(dir, 'config');
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
+      users: [{ name: 'u', user }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+  return file;
+}
+
 describe('a kubeconfig tokenFile that ends with a newline', () => {
   it('is used (client-node drops the key) and trimmed as kubectl trims it', async () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'kubeconfig-'));
     const tokenFile = path.join(dir, 'token');
     fs.writeFileSync(tokenFile, 'a-token\n');
-    const file = path.join(dir, 'config');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
-        users: [{ name: 'u', user: { tokenFile } }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'x',
-      }),
-    );
+    const file = kubeconfigWith(dir, { tokenFile });
     const { kubeconfigConnection } = await import('../../src/kube/kubeconfig-connection.ts');
     const connection = await kubeconfigConnection([file], 'x')();
     expect(connection.headers).toMatchObject({ Authorization: 'Bearer a-token' });
@@ -277,31 +283,14 @@ describe('a kubeconfig exec credential plugin', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'exec-'));
     const plugin = path.join(dir, 'plugin.sh');
     fs.writeFileSync(plugin, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
-    const file = path.join(dir, 'config');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:1' } }],
-        users: [
-          {
-            name: 'u',
-            user: {
-              exec: {
-                apiVersion: 'client.authentication.k8s.io/v1',
-                command: plugin,
-                args: [dir],
-                interactiveMode: 'Never',
-              },
-            },
-          },
-        ],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'x',
-      }),
-    );
-    return file;
+    return kubeconfigWith(dir, {
+      exec: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: plugin,
+        args: [dir],
+        interactiveMode: 'Never',
+      },
+    });
   }
 
   async function connect(file: string) {
