@@ -11,11 +11,20 @@
 //      dedupe or alert), with an Event on the Pod; a 409 wakes the loop to re-plan at once;
 //  (4) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ANNOTATION, type Plan } from '../heal/planner.ts';
-import { type ReloadTrigger, shouldReload, triggerReload } from '../heal/reload.ts';
+import {
+  appStartedBeforeSwap,
+  type ConfigSteadiness,
+  type ReloadTrigger,
+  reloadTiming,
+  shouldReload,
+  triggerReload,
+} from '../heal/reload.ts';
 import { readSource } from '../kube/sources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
@@ -24,7 +33,7 @@ import { refKey, type SourceState, sameView, viewVersion } from '../verify/sourc
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
-import { readVolume } from '../watch/read-volume.ts';
+import { DATA_LINK, readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
 import { isDrift, type PassResult, verifyPass } from './pass.ts';
 import { type Runtime, writeEnvBaselines } from './runtime.ts';
@@ -95,6 +104,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastActionKey = '';
   let loadedHash: string | undefined;
   let confirmReload: string | undefined;
+  /** Reload mode: how long the config has stood, for reloadTiming. */
+  let steadiness: ConfigSteadiness = { since: clock(), previousStableMs: undefined };
+  let steadyHash: string | undefined;
   /** A reload that failed, for that config: the fallback is owed until it is carried out. */
   let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
   let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
@@ -207,13 +219,25 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   ): Promise<{ retryAt?: number }> {
     const current = configHash(lookup, rt.sources);
     if (loadedHash === undefined) {
-      loadedHash = current;
-      return {};
+      // The app is taken to have loaded the files as they are now, unless its container started
+      // before their last swap: then they changed while no agent watched, and one reload is owed.
+      const owed = volumesSwappedAfterAppStart();
+      if (owed.length === 0) {
+        loadedHash = current;
+        return {};
+      }
+      log.info(
+        { targets: owed },
+        'the files changed after the app started, while no agent watched: reloading once',
+      );
+      loadedHash = 'before the agent started';
     }
     if (!shouldReload(verdicts, loadedHash, current)) return {};
     if (reloadFailure?.config === current) {
       return reloadFailure.fallbackOwed ? fallBack(reloadFailure.message, verdicts, now) : {};
     }
+    const when = reloadTiming(steadiness, now, rt.reloadSettleMs);
+    if ('at' in when) return { retryAt: when.at };
     try {
       const how = await triggerReload(trigger, signal);
       loadedHash = current;
@@ -237,6 +261,30 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       await event('ReloadFailed', message, 'Warning');
       return fallBack(message, verdicts, now);
     }
+  }
+
+  /** Volume targets whose `..data` swapped after their app container started (Pod status). */
+  function volumesSwappedAfterAppStart(): string[] {
+    const statuses = [
+      ...(rt.pod?.status?.initContainerStatuses ?? []),
+      ...(rt.pod?.status?.containerStatuses ?? []),
+    ];
+    const startedAt = (container: string) => {
+      const at = statuses.find((s) => s.name === container)?.state?.running?.startedAt;
+      return at ? new Date(at).getTime() : undefined;
+    };
+    return rt.targets
+      .filter((t) => {
+        if (t.type !== 'volume' || t.subPath !== undefined) return false;
+        let swappedAt: number | undefined;
+        try {
+          swappedAt = fs.lstatSync(path.join(rt.agentPath(t.mountPath), DATA_LINK)).mtimeMs;
+        } catch {
+          swappedAt = undefined;
+        }
+        return appStartedBeforeSwap(startedAt(t.container), swappedAt) === true;
+      })
+      .map(targetId);
   }
 
   // The fallback restarts for the config the cache holds, so that view is confirmed first, as
@@ -384,6 +432,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const t0 = performance.now();
     // (1) The duration metric is the local pass (read, hash, decide), not the API's answer time.
     const first = runPass(lookup, now);
+    if (rt.reload) {
+      const hash = configHash(lookup, rt.sources);
+      if (steadyHash !== undefined && hash !== steadyHash)
+        steadiness = { since: now, previousStableMs: now - steadiness.since };
+      steadyHash = hash;
+    }
     metrics.duration.observe((performance.now() - t0) / 1000);
     const pass = await confirmView(first, now);
     memory = pass.memory;

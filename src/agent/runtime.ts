@@ -47,6 +47,8 @@ export interface Runtime {
   readonly digestKeyId: string;
   /** Reload mode: how to tell the app (heal policy then holds the fallback). */
   readonly reload: ReloadTrigger | undefined;
+  /** Reload mode: how long a config must stand before a reload that follows another change. */
+  readonly reloadSettleMs: number;
 }
 
 function isDirectory(dir: string): boolean {
@@ -226,6 +228,7 @@ export async function openRuntime(
     envBaselines,
     digestKeyId,
     reload,
+    reloadSettleMs: duration('reload-settle'),
   };
 }
 

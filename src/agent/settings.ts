@@ -80,6 +80,15 @@ export const targetSettings: readonly SettingDef[] = [
     description: "reload mode: the app's process name",
   },
   {
+    name: 'reload-settle',
+    env: 'CONFIG_SYNC_RELOAD_SETTLE',
+    type: 'string',
+    valueName: 'duration',
+    default: '1s',
+    description:
+      'reload mode: a change that follows another this soon waits until the config stood this long (a burst costs two reloads)',
+  },
+  {
     name: 'reload-fallback',
     env: 'CONFIG_SYNC_RELOAD_FALLBACK',
     type: 'string',
@@ -118,6 +127,7 @@ const HOUR = 3_600_000;
 export const DURATION_RANGES: Readonly<Record<string, { readonly min: number; readonly max: number }>> = {
   grace: { min: 0, max: 24 * HOUR },
   debounce: { min: 0, max: 24 * HOUR },
+  'reload-settle': { min: 0, max: HOUR },
   'min-restart-interval': { min: 0, max: 24 * HOUR },
   'request-timeout': { min: SECOND, max: 5 * 60 * SECOND },
   resync: { min: SECOND, max: 24 * HOUR },

@@ -26,6 +26,50 @@ export function shouldReload(
   return verdicts.length > 0 && verdicts.every((v) => v.state === 'InSync') && currentHash !== loadedHash;
 }
 
+/** How long the config (as the API gives it) has looked the same, and how long the one before it did. */
+export interface ConfigSteadiness {
+  /** When the current config was first seen. */
+  readonly since: number;
+  /** How long the config before it stood unchanged; undefined for the first one seen. */
+  readonly previousStableMs: number | undefined;
+}
+
+/**
+ * Pure: when to carry out a reload that shouldReload asked for, so that a burst of changes
+ * costs at most two reloads and the last one comes after the last change:
+ *  (1) a change after a quiet spell (the previous config stood for `settleMs` or more) is
+ *      reloaded at once: a single change pays no delay;
+ *  (2) a change that follows another within `settleMs` is part of a burst: reload once the
+ *      config has stood unchanged for `settleMs`, not before.
+ * `settleMs` 0 reloads every change at once.
+ */
+export function reloadTiming(
+  steadiness: ConfigSteadiness,
+  now: number,
+  settleMs: number,
+): { readonly now: true } | { readonly at: number } {
+  // (1)
+  const afterQuiet = steadiness.previousStableMs === undefined || steadiness.previousStableMs >= settleMs;
+  if (afterQuiet) return { now: true };
+  // (2)
+  const at = steadiness.since + settleMs;
+  return now >= at ? { now: true } : { at };
+}
+
+/**
+ * Whether the app may run an older config than the files hold although nothing changed while
+ * the agent watched: its container started before the volume's last `..data` swap (the files
+ * changed while the agent was down, or before it started). Then one reload is owed. Undefined
+ * when either time is unknown (no container status yet, no `..data`: a subPath file or env).
+ */
+export function appStartedBeforeSwap(
+  appStartedAt: number | undefined,
+  lastSwapAt: number | undefined,
+): boolean | undefined {
+  if (appStartedAt === undefined || lastSwapAt === undefined) return undefined;
+  return appStartedAt < lastSwapAt;
+}
+
 export class ReloadError extends Error {}
 
 /** Finds the app's process by name in a shared PID namespace: /proc/<pid>/comm, or argv[0]. */

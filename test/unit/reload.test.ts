@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findProcess, ReloadError, shouldReload, triggerReload } from '../../src/heal/reload.ts';
+import {
+  appStartedBeforeSwap,
+  findProcess,
+  ReloadError,
+  reloadTiming,
+  shouldReload,
+  triggerReload,
+} from '../../src/heal/reload.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
 
 const v = (state: Verdict['state']): Verdict => ({
@@ -83,5 +90,62 @@ describe('findProcess (a shared PID namespace)', () => {
     await expect(
       triggerReload({ kind: 'signal', signal: 'SIGHUP', process: 'no-such-app-here' }),
     ).rejects.toThrow('no process named no-such-app-here (is shareProcessNamespace: true set on the Pod?)');
+  });
+});
+
+describe('reloadTiming: a burst costs at most two reloads, the last after the last change', () => {
+  const settle = 1000;
+  it.each([
+    ['the first config seen', { since: 0, previousStableMs: undefined }, 10, { now: true }],
+    ['a change after a quiet spell: at once', { since: 5000, previousStableMs: 60_000 }, 5000, { now: true }],
+    ['a change 100 ms after the last: wait', { since: 5100, previousStableMs: 100 }, 5100, { at: 6100 }],
+    [
+      'the same, once it stood for the settle time',
+      { since: 5100, previousStableMs: 100 },
+      6100,
+      { now: true },
+    ],
+  ] as const)('%s', (_, steadiness, now, expected) => {
+    expect(reloadTiming(steadiness, now, settle)).toEqual(expected);
+  });
+
+  it('20 changes 100 ms apart: two reloads, the second after the last change', () => {
+    const reloads: number[] = [];
+    // The config before the burst had stood for a minute.
+    let since = -60_000;
+    let previous: number | undefined;
+    let pendingAt: number | undefined;
+    for (let t = 0; t <= 5000; t += 10) {
+      const change = t % 100 === 0 && t < 2000;
+      if (change) {
+        previous = t - since;
+        since = t;
+        pendingAt = t;
+      }
+      if (pendingAt === undefined) continue;
+      const when = reloadTiming({ since, previousStableMs: previous }, t, settle);
+      if ('now' in when) {
+        reloads.push(t);
+        pendingAt = undefined;
+      }
+    }
+    expect(reloads).toHaveLength(2);
+    expect(reloads[0]).toBe(0);
+    expect(reloads[1]).toBeGreaterThanOrEqual(1900 + settle);
+  });
+
+  it('settle 0: every change at once', () => {
+    expect(reloadTiming({ since: 100, previousStableMs: 10 }, 100, 0)).toEqual({ now: true });
+  });
+});
+
+describe('appStartedBeforeSwap', () => {
+  it.each([
+    ['the files swapped after the app started: a reload is owed', 1000, 2000, true],
+    ['the app started after the last swap: it has the files', 3000, 2000, false],
+    ['no container status yet', undefined, 2000, undefined],
+    ['no ..data (a subPath file)', 1000, undefined, undefined],
+  ] as const)('%s', (_, started, swapped, expected) => {
+    expect(appStartedBeforeSwap(started, swapped)).toBe(expected);
   });
 });
