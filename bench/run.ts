@@ -1,6 +1,7 @@
 // config-sync benchmarks: every figure beside a baseline measured in the same run, on the same
 // machine, so the ratios mean something on any machine. Run with `npm run bench` (it builds
-// first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window.
+// first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window;
+// BENCH_SAMPLES=1 also prints every API change -> verdict sample, in order.
 //
 //  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
 //     `openssl dgst -sha256` on the same file;
@@ -402,6 +403,8 @@ async function main(): Promise<void> {
       }
     }
     rawWatch.abort();
+    if (process.env.BENCH_SAMPLES)
+      console.log(`[bench] api samples: ${apiLatency.map((x) => x.toFixed(0)).join(' ')}`);
     rows.push({
       what: 'API change -> verdict, p50 / p99',
       ours: `${fmt(percentile(apiLatency, 50))} / ${fmt(percentile(apiLatency, 99))} ms`,

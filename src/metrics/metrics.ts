@@ -4,7 +4,8 @@
 // config_sync_duration_seconds. Labels stay bounded: namespace, kind and name of the referenced
 // sources (a pod references a handful), and closed sets for action/result. Never a pod name, a
 // hash or a path as a label value.
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import fs from 'node:fs';
+import { Counter, Gauge, Histogram, Registry, type Registry as RegistryType } from 'prom-client';
 
 export interface AgentMetrics {
   readonly registry: Registry;
@@ -31,7 +32,7 @@ export function createMetrics(
   const exported: Record<string, number> = {};
   const registry = new Registry();
   const registers = [registry];
-  collectDefaultMetrics({ register: registry, prefix: 'config_sync_process_' });
+  registerProcessMetrics(registry);
   return {
     registry,
     mismatches: new Counter({
@@ -107,4 +108,85 @@ export function createMetrics(
       },
     }),
   };
+}
+
+/**
+ * The process's own metrics, computed only when scraped. prom-client's collectDefaultMetrics
+ * was here: its event-loop delay histogram samples the loop every 10 ms, a timer that alone
+ * cost about 1 % of a core at idle (measured: 0.999 % against 0.003 % for bare node), more than
+ * everything else the agent does. The lag is measured at scrape instead, as prom-client's own
+ * nodejs_eventloop_lag_seconds is: how long a setImmediate takes to run.
+ */
+function registerProcessMetrics(registry: RegistryType): void {
+  const registers = [registry];
+  const prefix = 'config_sync_process_';
+  let lastCpu = { user: 0, system: 0 };
+  const cpuUser = new Counter({
+    name: `${prefix}cpu_user_seconds_total`,
+    help: 'User CPU time spent, in seconds.',
+    registers,
+  });
+  const cpuSystem = new Counter({
+    name: `${prefix}cpu_system_seconds_total`,
+    help: 'System CPU time spent, in seconds.',
+    registers,
+  });
+  new Counter({
+    name: `${prefix}cpu_seconds_total`,
+    help: 'User and system CPU time spent, in seconds.',
+    registers,
+    collect() {
+      const now = process.cpuUsage();
+      const user = (now.user - lastCpu.user) / 1e6;
+      const system = (now.system - lastCpu.system) / 1e6;
+      lastCpu = now;
+      cpuUser.inc(user);
+      cpuSystem.inc(system);
+      this.inc(user + system);
+    },
+  });
+  new Gauge({
+    name: `${prefix}resident_memory_bytes`,
+    help: 'Resident memory size, in bytes.',
+    registers,
+    collect() {
+      this.set(process.memoryUsage.rss());
+    },
+  });
+  new Gauge({
+    name: `${prefix}nodejs_heap_size_used_bytes`,
+    help: 'V8 heap in use, in bytes.',
+    registers,
+    collect() {
+      this.set(process.memoryUsage().heapUsed);
+    },
+  });
+  new Gauge({
+    name: `${prefix}open_fds`,
+    help: 'Open file descriptors.',
+    registers,
+    collect() {
+      try {
+        this.set(fs.readdirSync('/proc/self/fd').length);
+      } catch {
+        // Not Linux: no /proc; the metric stays unset.
+      }
+    },
+  });
+  const startedAt = Math.round(Date.now() / 1000 - process.uptime());
+  new Gauge({
+    name: `${prefix}start_time_seconds`,
+    help: 'Start time of the process since the Unix epoch, in seconds.',
+    registers,
+  }).set(startedAt);
+  new Gauge({
+    name: `${prefix}nodejs_eventloop_lag_seconds`,
+    help: 'Event loop lag at scrape: how long a setImmediate waited, in seconds.',
+    registers,
+    async collect() {
+      const t0 = process.hrtime.bigint();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.set(Number(process.hrtime.bigint() - t0) / 1e9);
+    },
+  });
 }

@@ -9,8 +9,8 @@
 //    per 50 ms, so a second swap soon after a first reached the loop only up to 50 ms late
 //    (the benchmark's p99); the raw inotify event of the rename is not held back. A burst of
 //    raw events costs at most one extra pass, because wakes coalesce in the loop.
-//  - a stat poll every `intervalMs` of each mount's `..data` link and of its files (inode, mtime,
-//    size): cheap, no hashing, and it catches what inotify misses (a refused watch, events
+//  - a poll every `intervalMs` of each mount's `..data` link (of every file's inode, mtime and
+//    size where there is no `..data`): cheap, no hashing, and it catches what inotify misses (a refused watch, events
 //    coalesced by chokidar's 50 ms throttle, a subPath file with no `..data`). If the kernel
 //    refuses inotify, polling is all there is, and that is logged and exported.
 import fs from 'node:fs';
@@ -26,8 +26,20 @@ export interface FileWatchOptions {
   readonly onPollingOnly: (error: Error) => void;
 }
 
-/** A string that changes whenever anything kubelet could have changed in `p` changed. */
+/**
+ * A string that changes whenever anything kubelet could have changed in `p` changed. For a
+ * volume kubelet maintains that is the `..data` link alone: every update, of any key, swaps it
+ * (one readlink a poll, where a stat of every file cost most of the agent's idle CPU). A
+ * directory without `..data` (a plain directory given with --watch) and a subPath file are
+ * stat'ed in full. A file changed in place, which kubelet never does, is left to inotify and
+ * the periodic --resync.
+ */
 export function statSignature(p: string): string {
+  try {
+    return `link:${fs.readlinkSync(path.join(p, DATA_LINK))}`;
+  } catch {
+    // no ..data: stat what is there, below
+  }
   const parts: string[] = [];
   const stat = (file: string) => {
     try {
@@ -37,11 +49,6 @@ export function statSignature(p: string): string {
       parts.push(`${file}:-`);
     }
   };
-  try {
-    parts.push(`link:${fs.readlinkSync(path.join(p, DATA_LINK))}`);
-  } catch {
-    parts.push('link:-');
-  }
   let entries: string[] = [];
   try {
     entries = fs.statSync(p).isDirectory()
