@@ -105,7 +105,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let loadedHash: string | undefined;
   let confirmReload: string | undefined;
   /** Reload mode: how long the config has stood, for reloadTiming. */
-  let steadiness: ConfigSteadiness = { since: clock(), previousStableMs: undefined };
+  // How long the config stood before the agent started is unknown: taken as long, so the first
+  // change the agent sees is reloaded at once.
+  let steadiness: ConfigSteadiness = { since: Number.NEGATIVE_INFINITY, previousStableMs: undefined };
   let steadyHash: string | undefined;
   /** A reload that failed, for that config: the fallback is owed until it is carried out. */
   let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
