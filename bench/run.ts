@@ -37,7 +37,7 @@ import { applyRbac, bin, webDeployment } from '../test/cluster/app.ts';
 import { resolveAssets } from '../test/cluster/assets.ts';
 import { ControlPlane } from '../test/cluster/control-plane.ts';
 import { createServiceAccountIdentity } from '../test/cluster/identities.ts';
-import { layInClusterDir } from '../test/cluster/in-cluster.ts';
+import { type InClusterLayout, layInClusterDir } from '../test/cluster/in-cluster.ts';
 import { atomicWrite, configMapPayload, writeSubPathFile } from '../test/cluster/kubelet-volume.ts';
 import { freeLoopbackPort } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
@@ -170,6 +170,42 @@ async function ready(port: number): Promise<void> {
   );
 }
 
+/** An agent process whose JSON log lines are collected as they come. */
+function spawnAgent(
+  args: readonly string[],
+  env: Record<string, string>,
+): { child: ReturnType<typeof spawn>; lines: Record<string, unknown>[] } {
+  const child = spawn(process.execPath, [...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
+  const lines: Record<string, unknown>[] = [];
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+    try {
+      lines.push(JSON.parse(l) as Record<string, unknown>);
+    } catch {
+      // not JSON
+    }
+  });
+  return { child, lines };
+}
+
+/** The environment of an agent in a Pod whose service-account volume is `layout`. */
+function inPodEnv(
+  layout: InClusterLayout,
+  home: string,
+  namespace: string,
+  pod?: string,
+): Record<string, string> {
+  return {
+    HOME: home,
+    ...layout.env,
+    CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
+    POD_NAMESPACE: namespace,
+    ...(pod ? { POD_NAME: pod } : {}),
+  };
+}
+
 async function main(): Promise<void> {
   log(`machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`);
   throughput();
@@ -223,13 +259,7 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     const agent = spawn(process.execPath, agentArgs(agentPort), {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: work,
-        ...layout.env,
-        CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-        POD_NAMESPACE: namespace,
-      },
+      env: { PATH: process.env.PATH ?? '', ...inPodEnv(layout, work, namespace) },
     });
     await ready(agentPort);
     const agentStart = performance.now() - t0;
@@ -444,8 +474,7 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => reloadServer.listen(0, '127.0.0.1', resolve));
     const reloadUrl = `http://127.0.0.1:${(reloadServer.address() as AddressInfo).port}/-/reload`;
     const reloadPort = await freeLoopbackPort();
-    const reloader = spawn(
-      process.execPath,
+    const { child: reloader, lines: reloadLines } = spawnAgent(
       [
         ...agentArgs(reloadPort).map((a) => (a === mount ? reloadMount : a)),
         '--on-drift',
@@ -453,25 +482,8 @@ async function main(): Promise<void> {
         '--reload-url',
         reloadUrl,
       ],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: work,
-          ...layout.env,
-          CONFIG_SYNC_SERVICE_ACCOUNT_DIR: layout.serviceAccountDir,
-          POD_NAMESPACE: namespace,
-        },
-      },
+      inPodEnv(layout, work, namespace),
     );
-    const reloadLines: Record<string, unknown>[] = [];
-    createInterface({ input: reloader.stdout }).on('line', (l) => {
-      try {
-        reloadLines.push(JSON.parse(l) as Record<string, unknown>);
-      } catch {
-        // not JSON
-      }
-    });
     await ready(reloadPort);
     await waitFor(() => reloadLines.find((l) => l.state === 'InSync'), { what: 'the reload agent InSync' });
     const postLatency: number[] = [];
@@ -558,8 +570,7 @@ async function main(): Promise<void> {
       namespace: rs,
     });
     const restartPort = await freeLoopbackPort();
-    const restarter = spawn(
-      process.execPath,
+    const { child: restarter, lines: restartLines } = spawnAgent(
       [
         bin,
         'agent',
@@ -572,26 +583,8 @@ async function main(): Promise<void> {
         '--listen',
         `127.0.0.1:${restartPort}`,
       ],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: work,
-          ...restartLayout.env,
-          CONFIG_SYNC_SERVICE_ACCOUNT_DIR: restartLayout.serviceAccountDir,
-          POD_NAMESPACE: rs,
-          POD_NAME: webPod,
-        },
-      },
+      inPodEnv(restartLayout, work, rs, webPod),
     );
-    const restartLines: Record<string, unknown>[] = [];
-    createInterface({ input: restarter.stdout }).on('line', (l) => {
-      try {
-        restartLines.push(JSON.parse(l) as Record<string, unknown>);
-      } catch {
-        // not JSON
-      }
-    });
     await ready(restartPort);
     await waitFor(() => restartLines.find((l) => l.state === 'InSync'), { what: 'the restart agent InSync' });
     let lastHash: string | undefined;
