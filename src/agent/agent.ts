@@ -16,7 +16,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
-import { ANNOTATION, type Plan } from '../heal/planner.ts';
+import { findOwner, readWorkload } from '../heal/owner.ts';
+import { ANNOTATION, type OwnerState, type Plan, type WorkloadKind } from '../heal/planner.ts';
 import {
   appStartedBeforeSwap,
   type ConfigSteadiness,
@@ -129,11 +130,31 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
   };
 
+  // The owning workload, found once: a Pod's controller chain (Pod -> ReplicaSet -> Deployment)
+  // does not change during its life, and reading the ReplicaSet again on every heal was one
+  // round trip more between a change and its restart. The workload itself is read every time
+  // (its resourceVersion and template make the plan); if it is gone, the chain is found again.
+  let ownerRef: { kind: WorkloadKind; name: string } | undefined;
+  async function currentOwner(): Promise<OwnerState> {
+    if (!ownerRef && rt.pod) {
+      const found = await findOwner(rt.client, rt.namespace, rt.pod);
+      if ('unsupported' in found) return { type: 'unsupported', description: found.unsupported };
+      ownerRef = found;
+    }
+    if (!ownerRef) return resolveOwner(rt, rt.pod);
+    try {
+      return await readWorkload(rt.client, rt.namespace, ownerRef.kind, ownerRef.name);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'CS_API_NOT_FOUND') ownerRef = undefined;
+      throw error;
+    }
+  }
+
   // (3)
   async function act(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }> {
     let plan: Plan;
     try {
-      plan = planFor(rt, verdicts, await resolveOwner(rt, rt.pod), lookup, now);
+      plan = planFor(rt, verdicts, await currentOwner(), lookup, now);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {
