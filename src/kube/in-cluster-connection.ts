@@ -15,7 +15,7 @@ import type { ConnectionSource } from './transport.ts';
 /** A file re-read whenever kubelet replaces it. */
 export class RotatingFile {
   private cached: { identity: string; content: string } | undefined;
-  private readonly file: string;
+  readonly file: string;
 
   constructor(file: string) {
     this.file = file;
@@ -31,25 +31,30 @@ export class RotatingFile {
   }
 }
 
+/**
+ * The token in `file`, trimmed, for an Authorization header. An empty one would send the
+ * request as system:anonymous, and a refusal would then point at the wrong identity: never
+ * send one (kubelet may be mid-swap; the next request reads the file again).
+ */
+export function bearerToken(file: RotatingFile, what: string, fix: string): string {
+  const token = file.read().trim();
+  if (token !== '') return token;
+  throw new ConfigSyncError('CS_AUTH_EMPTY_TOKEN', 'config', `${what} is empty: no request sent`, {
+    hint: `config-sync never sends an anonymous request; ${fix}`,
+    details: { path: file.file },
+  });
+}
+
 export function inClusterConnection(server: string, serviceAccountDir: string): ConnectionSource {
   const url = new URL(server);
   const token = new RotatingFile(path.join(serviceAccountDir, 'token'));
   const ca = new RotatingFile(path.join(serviceAccountDir, 'ca.crt'));
   return async () => {
-    const bearer = token.read().trim();
-    // An empty token would send the request as system:anonymous, and a refusal would then
-    // point at the wrong identity. Never send one (kubelet may be mid-swap: the next request
-    // reads the file again).
-    if (bearer === '') {
-      throw new ConfigSyncError(
-        'CS_AUTH_EMPTY_TOKEN',
-        'config',
-        `the service-account token file ${path.join(serviceAccountDir, 'token')} is empty: no request sent`,
-        {
-          hint: 'config-sync never sends an anonymous request; check the projected service-account token volume',
-        },
-      );
-    }
+    const bearer = bearerToken(
+      token,
+      `the service-account token file ${token.file}`,
+      'check the projected service-account token volume',
+    );
     return { server: url, headers: { authorization: `Bearer ${bearer}` }, tls: { ca: ca.read() } };
   };
 }

@@ -6,9 +6,8 @@
 // client-node's runtime.
 import type https from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ConfigSyncError } from '../errors.ts';
 import { type ExecConfig, execCredentialSource } from './exec-credential.ts';
-import { RotatingFile } from './in-cluster-connection.ts';
+import { bearerToken, RotatingFile } from './in-cluster-connection.ts';
 import { tokenFiles } from './kubeconfig-token-file.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
 
@@ -59,17 +58,12 @@ export function kubeconfigConnection(files: readonly string[], context: string):
     // client-node, and a header value with a newline is refused before it is sent.
     for (const [k, v] of Object.entries(options.headers)) if (v !== undefined) headers[k] = String(v).trim();
     if (options.auth) headers.Authorization = `Basic ${Buffer.from(options.auth).toString('base64')}`;
-    if (tokenFile && tokenFilePath) {
-      const token = tokenFile.read().trim();
-      if (token === '') {
-        throw new ConfigSyncError(
-          'CS_AUTH_EMPTY_TOKEN',
-          'config',
-          `the tokenFile ${tokenFilePath} of kubeconfig user "${userName}" is empty: no request sent`,
-          { hint: 'config-sync never sends an anonymous request; write the token into that file' },
-        );
-      }
-      headers.Authorization = `Bearer ${token}`;
+    if (tokenFile) {
+      headers.Authorization = `Bearer ${bearerToken(
+        tokenFile,
+        `the tokenFile ${tokenFile.file} of kubeconfig user "${userName}"`,
+        'write the token into that file',
+      )}`;
     }
     const fromPlugin = execCredential ? await execCredential() : undefined;
     if (fromPlugin?.token) headers.Authorization = `Bearer ${fromPlugin.token}`;

@@ -120,31 +120,25 @@ export function createMetrics(
 function registerProcessMetrics(registry: RegistryType): void {
   const registers = [registry];
   const prefix = 'config_sync_process_';
-  let lastCpu = { user: 0, system: 0 };
-  const cpuUser = new Counter({
-    name: `${prefix}cpu_user_seconds_total`,
-    help: 'User CPU time spent, in seconds.',
-    registers,
-  });
-  const cpuSystem = new Counter({
-    name: `${prefix}cpu_system_seconds_total`,
-    help: 'System CPU time spent, in seconds.',
-    registers,
-  });
-  new Counter({
-    name: `${prefix}cpu_seconds_total`,
-    help: 'User and system CPU time spent, in seconds.',
-    registers,
-    collect() {
-      const now = process.cpuUsage();
-      const user = (now.user - lastCpu.user) / 1e6;
-      const system = (now.system - lastCpu.system) / 1e6;
-      lastCpu = now;
-      cpuUser.inc(user);
-      cpuSystem.inc(system);
-      this.inc(user + system);
-    },
-  });
+  // Each counter reads the CPU time itself at its own collect: the registry serializes each
+  // metric right after collecting it, so one collect feeding three counters would leave the
+  // ones emitted before it a scrape behind.
+  const cpuCounter = (name: string, help: string, pick: (usage: NodeJS.CpuUsage) => number) => {
+    let last = 0;
+    new Counter({
+      name: `${prefix}${name}`,
+      help,
+      registers,
+      collect() {
+        const now = pick(process.cpuUsage()) / 1e6;
+        this.inc(Math.max(0, now - last));
+        last = now;
+      },
+    });
+  };
+  cpuCounter('cpu_user_seconds_total', 'User CPU time spent, in seconds.', (u) => u.user);
+  cpuCounter('cpu_system_seconds_total', 'System CPU time spent, in seconds.', (u) => u.system);
+  cpuCounter('cpu_seconds_total', 'User and system CPU time spent, in seconds.', (u) => u.user + u.system);
   new Gauge({
     name: `${prefix}resident_memory_bytes`,
     help: 'Resident memory size, in bytes.',

@@ -13,6 +13,8 @@ describe('process metrics', () => {
     expect(x).toBeGreaterThan(0);
     const text = await metrics.registry.metrics();
     expect(sample(text, 'config_sync_process_cpu_seconds_total')).toBeGreaterThan(0);
+    // Each on the first scrape, not one scrape behind the total.
+    expect(sample(text, 'config_sync_process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(sample(text, 'config_sync_process_resident_memory_bytes')).toBeGreaterThan(10 * 1024 * 1024);
     expect(sample(text, 'config_sync_process_nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
     expect(sample(text, 'config_sync_process_open_fds')).toBeGreaterThan(2);
