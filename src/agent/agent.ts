@@ -112,7 +112,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let steadyHash: string | undefined;
   /** A reload that failed, for that config: the fallback is owed until it is carried out. */
   let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
-  let status: { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date } | undefined;
+  let status:
+    | { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date; matched: string | undefined }
+    | undefined;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
     : undefined;
@@ -353,17 +355,22 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const inSync = !bad;
     const propagating = verdicts.some((v) => v.state === 'Propagating');
     const reason = bad ? bad.reason : propagating ? 'Propagating' : 'InSync';
-    const transition = !status || status.inSync !== inSync || status.reason !== reason;
-    if (!transition && now - (status?.writtenAt ?? 0) < options.heartbeatMs) return;
-    const transitionAt = !status || status.inSync !== inSync ? new Date(now) : status.transitionAt;
     const allMatch = verdicts.every((v) => v.state === 'InSync');
-    const matched = rt.sources
-      .map((ref) => {
-        const s = lookup(ref);
-        return s?.state === 'present' ? `${refKey(ref)}@${s.snapshot.resourceVersion}` : undefined;
-      })
-      .filter(Boolean)
-      .join(',');
+    const matched = allMatch
+      ? rt.sources
+          .map((ref) => {
+            const s = lookup(ref);
+            return s?.state === 'present' ? `${refKey(ref)}@${s.snapshot.resourceVersion}` : undefined;
+          })
+          .filter(Boolean)
+          .join(',')
+      : undefined;
+    const transition = !status || status.inSync !== inSync || status.reason !== reason;
+    // A match on new versions is a new verified sync even without a transition (the API change
+    // and kubelet's files seen in one pass): last-config-sync must name the versions it matched.
+    const newMatch = matched !== undefined && matched !== status?.matched;
+    if (!transition && !newMatch && now - (status?.writtenAt ?? 0) < options.heartbeatMs) return;
+    const transitionAt = !status || status.inSync !== inSync ? new Date(now) : status.transitionAt;
     try {
       await writePodStatus(rt.client, rt.namespace, podRef.name, {
         inSync,
@@ -374,9 +381,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
             ? 'propagating within grace'
             : 'every target matches the API',
         lastTransitionTime: transitionAt,
-        ...(allMatch ? { lastConfigSync: new Date(now), matchedVersions: matched } : {}),
+        ...(matched !== undefined ? { lastConfigSync: new Date(now), matchedVersions: matched } : {}),
       });
-      status = { inSync, reason, writtenAt: now, transitionAt };
+      status = { inSync, reason, writtenAt: now, transitionAt, matched: matched ?? status?.matched };
     } catch (error) {
       log.warn(
         { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },

@@ -188,12 +188,13 @@ export async function updateConfig(
   admin: KubeConfig,
   namespace: string,
   data: Record<string, string>,
-): Promise<void> {
-  await admin.makeApiClient(CoreV1Api).replaceNamespacedConfigMap({
+): Promise<string> {
+  const updated = await admin.makeApiClient(CoreV1Api).replaceNamespacedConfigMap({
     name: 'web-config',
     namespace,
     body: { metadata: { name: 'web-config' }, data },
   });
+  return updated.metadata?.resourceVersion ?? '';
 }
 
 export async function templateAnnotations(

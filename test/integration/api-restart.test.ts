@@ -3,6 +3,7 @@
 // certificates and etcd. The agent must treat its copy as no evidence while its watch is down,
 // relist as soon as the API answers, and not restart a workload whose files kubelet brought up
 // to date with a change made the moment the API came back.
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AgentProcess,
@@ -15,6 +16,7 @@ import {
 import { resolveAssets } from '../cluster/assets.ts';
 import { ControlPlane } from '../cluster/control-plane.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
+import { waitFor } from '../cluster/wait.ts';
 
 let plane: ControlPlane;
 const running: AgentProcess[] = [];
@@ -47,14 +49,20 @@ describe('kube-apiserver killed and restarted', () => {
     });
     const backAt = Date.now();
     // A change the moment the API is back, delivered by kubelet at once.
-    await updateConfig(admin, namespace, { 'app.yaml': 'level: debug\n' });
+    const version = await updateConfig(admin, namespace, { 'app.yaml': 'level: debug\n' });
     writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
 
-    const after = agent.lines.length;
-    await agent.waitFor(
-      (l) => agent.lines.indexOf(l) >= after && l.state === 'InSync',
-      'InSync after the restart',
-      30_000,
+    // The API server answers requests before its /readyz does, so the agent may be InSync again
+    // before restartApiserver returns; what counts is that it verifies the new version. The
+    // matched-versions annotation is written by the agent only on a verified match.
+    await waitFor(
+      async () => {
+        const p = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name: pod.name, namespace });
+        return (
+          p.metadata?.annotations?.['config-sync.io/matched-versions'] === `ConfigMap/web-config@${version}`
+        );
+      },
+      { what: 'the new version verified after the restart', timeoutMs: 30_000 },
     );
     // Blind for at most one backoff step (8 s at most, randomized below that), not 30 s.
     expect(Date.now() - backAt).toBeLessThan(20_000);
