@@ -2,8 +2,9 @@
 // wakes the reconcile loop, which re-reads and compares bytes.
 //
 // Two sources of signals:
-//  - chokidar (inotify) on each mount directory, with followSymlinks off: kubelet's update is a
-//    rename of `..data`, which arrives as a change of `..data` within milliseconds. One watcher
+//  - chokidar (inotify) on each mount directory, with followSymlinks off and no descent into
+//    kubelet's payload directories: kubelet's update is a rename of `..data`, which arrives as a
+//    change of `..data` within milliseconds. One watcher
 //    for the whole process: inotify instances are scarce on a node (128 per user by default).
 //    Its `raw` events wake the loop too: chokidar throttles its change events to one per path
 //    per 50 ms, so a second swap soon after a first reached the loop only up to 50 ms late
@@ -65,6 +66,11 @@ export function statSignature(p: string): string {
   return parts.join('|');
 }
 
+/** kubelet's own entries in a volume directory other than `..data`: `..<timestamp>` and `..data_tmp`. */
+function isPayloadEntry(name: string): boolean {
+  return name.startsWith('..') && name !== DATA_LINK;
+}
+
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
   const signatures = new Map(options.paths.map((p) => [p, statSignature(p)]));
   const poll = setInterval(() => {
@@ -77,10 +83,16 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     }
   }, options.intervalMs);
 
+  const watched = new Set(options.paths);
   let watcher: FSWatcher | undefined = watch([...options.paths], {
     followSymlinks: false,
     ignoreInitial: true,
-    depth: 1,
+    // The volume directory itself, never the payload directories in it: every update kubelet
+    // makes is the rename of `..data`, an event on the volume directory, and kubelet makes each
+    // new payload directory 0700 (os.MkdirTemp) before it chmods it 0755, so an agent running as
+    // another UID that followed it in could be refused (EACCES) and fall back to polling for good.
+    depth: 0,
+    ignored: (p: string) => !watched.has(p) && isPayloadEntry(path.basename(p)),
     // `atomic` would hold back unlink events by 100 ms to pair them; the loop re-reads anyway.
     atomic: false,
   });

@@ -233,13 +233,15 @@ export class AgentProcess {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  static start(pod: AppPod, args: string[] = []): AgentProcess {
+  /** `as` runs the agent as another user, as the image does (UID 65532); the test must be root. */
+  static start(pod: AppPod, args: string[] = [], as?: { uid: number; gid: number }): AgentProcess {
     const child = spawn(
       process.execPath,
       [bin, 'agent', '--listen', '127.0.0.1:0', '--poll', '200ms', ...args],
       {
         env: pod.env,
         stdio: ['ignore', 'pipe', 'pipe'],
+        ...as,
       },
     );
     return new AgentProcess(child);

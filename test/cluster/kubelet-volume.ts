@@ -40,7 +40,7 @@ export interface WriteResult {
  * The AtomicWriter algorithm, steps numbered as in kubelet:
  *  (1) validate the payload; (2) read the `..data` link to find the current timestamped dir;
  *  (3) walk it for paths the new payload no longer has; (4) compare bytes: nothing changed and
- *  nothing to remove -> no new dir; (5) make a new timestamped dir (0755); (6) write every file of
+ *  nothing to remove -> no new dir; (5) make a new timestamped dir (0700, then chmod 0755); (6) write every file of
  *  the payload into it and chmod it to its mode; (7) ownership (not modelled: tests run as one
  *  user); (8) symlink `..data_tmp` to the new dir; (9) rename `..data_tmp` over `..data` (the
  *  atomic swap); (10) create missing user-visible symlinks; (11) remove user-visible paths no
@@ -196,7 +196,8 @@ function newTimestampDir(targetDir: string): string {
   for (;;) {
     const dir = path.join(targetDir, `${stamp}${randomInt(0, 2 ** 32 - 1)}`);
     try {
-      fs.mkdirSync(dir);
+      // MkdirTemp makes it 0700; kubelet chmods it 0755 only after: another UID can meet it closed.
+      fs.mkdirSync(dir, { mode: 0o700 });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw error;
