@@ -33,6 +33,11 @@ cp dist/chunks/*.js "$root/app/chunks/"
 for notice in dist/*.LEGAL.txt dist/chunks/*.LEGAL.txt; do
   if [ -f "$notice" ]; then cp "$notice" "$root/app/${notice#dist/}"; fi
 done
+# `kubectl exec <pod> -c config-sync -- config-sync heal --dry-run`: the kernel runs this through
+# its #! line, so the image still needs no shell.
+mkdir -p "$root/usr/local/bin"
+printf '#!/nodejs/bin/node\nimport("/app/config-sync.js");\n' > "$root/usr/local/bin/config-sync"
+chmod 755 "$root/usr/local/bin/config-sync"
 printf 'root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n' > "$root/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' > "$root/etc/group"
 chmod 1777 "$root/tmp"

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { NodeAssets } from './node.ts';
 
 export interface ControlPlaneAssets {
   readonly etcd: string;
@@ -55,4 +56,32 @@ export function resolveAssets(env: NodeJS.ProcessEnv = process.env): ControlPlan
     resolved[key] = given ? assertExecutable(given, envName) : assertExecutable(path.join(dir, file), dir);
   }
   return resolved;
+}
+
+/** The node's binaries: built and cached beside the control plane's by the same build.sh. */
+export function resolveNodeAssets(): NodeAssets {
+  const dir = buildAssets();
+  const file = (name: string) => assertExecutable(path.join(dir, name), dir);
+  file('containerd-shim-runc-v2');
+  return {
+    kubelet: file('kubelet'),
+    kubeScheduler: file('kube-scheduler'),
+    containerd: file('containerd'),
+    ctr: file('ctr'),
+    binDir: dir,
+  };
+}
+
+/** The images the node runs (test/cluster/node-images.sh), as docker-archive files in `out`. */
+export function buildNodeImages(out: string): string {
+  const printed = execFileSync('bash', [path.join(here, 'node-images.sh'), out], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return printed.trim().split('\n').at(-1) ?? out;
+}
+
+/** Installs the node's Debian packages (runc, CNI plugins, buildah, ...) where missing. */
+export function ensureNodePackages(): void {
+  execFileSync('bash', [path.join(here, 'node-packages.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
 }

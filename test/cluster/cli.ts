@@ -1,7 +1,9 @@
 // `npm run cluster:up` / `npm run cluster:down`: the test control plane for a person.
 //
-// `up` starts a detached supervisor (this file, `serve`) that runs the control plane and writes
+// `up` starts a detached supervisor (this file, `serve`) that runs the control plane, and a real
+// node beside it where the machine can run one (root on Linux; test/cluster/node.ts), and writes
 // .cluster/state.json when it is ready; `up` waits for that file and prints how to use it.
+// CONFIG_SYNC_NODE=0 leaves the node out.
 // `down` sends the supervisor SIGTERM, which stops every component and removes the data.
 // The components carry a parent-death signal tied to the supervisor, so killing the supervisor
 // in any way takes them with it.
@@ -9,8 +11,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { resolveAssets } from './assets.ts';
+import { buildNodeImages, ensureNodePackages, resolveAssets, resolveNodeAssets } from './assets.ts';
 import { ControlPlane, type ControlPlaneInfo } from './control-plane.ts';
+import { KubeNode, type NodeInfo, nodeUnsupported } from './node.ts';
 import { waitFor } from './wait.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -23,6 +26,13 @@ const logFile = path.join(stateDir, 'supervisor.log');
 interface State {
   readonly supervisorPid: number;
   readonly info: ControlPlaneInfo;
+  /** The node, or why there is none. */
+  readonly node: NodeInfo | { readonly none: string };
+}
+
+function whyNoNode(): string | undefined {
+  if (process.env.CONFIG_SYNC_NODE === '0') return 'CONFIG_SYNC_NODE=0';
+  return nodeUnsupported();
 }
 
 function readState(): State | undefined {
@@ -45,12 +55,13 @@ function alive(pid: number): boolean {
 async function up(): Promise<number> {
   const existing = readState();
   if (existing && alive(existing.supervisorPid)) {
-    printUsage(existing.info, 'already running');
+    printUsage(existing, 'already running');
     return 0;
   }
   fs.rmSync(stateFile, { force: true });
   // Build in the foreground, so a first-time build shows its progress here.
   resolveAssets();
+  if (!whyNoNode()) ensureNodePackages();
   fs.mkdirSync(stateDir, { recursive: true });
   const out = fs.openSync(logFile, 'w');
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve'], {
@@ -68,14 +79,18 @@ async function up(): Promise<number> {
     intervalMs: 250,
     abortIf: () => (exited ? `supervisor exited:\n${fs.readFileSync(logFile, 'utf8')}` : undefined),
   });
-  printUsage(state.info, 'started');
+  printUsage(state, 'started');
   return 0;
 }
 
-function printUsage(info: ControlPlaneInfo, what: string): void {
+function printUsage(state: State, what: string): void {
+  const info = state.info;
   process.stdout.write(
     [
       `control plane ${what}: ${info.server}`,
+      'none' in state.node
+        ? `no node (${state.node.none}): Pods stay Pending`
+        : `node ${state.node.name} Ready at ${state.node.ip}: Pods run (kubelet, containerd, runc)`,
       `export KUBECONFIG=${info.adminKubeconfig}`,
       `kubectl: ${info.kubectl}`,
       `stop it with: npm run cluster:down`,
@@ -90,13 +105,30 @@ async function serve(): Promise<number> {
     baseDir: stateDir,
     log: (line) => process.stdout.write(`${line}\n`),
   });
-  const state: State = { supervisorPid: process.pid, info: plane.info };
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const why = whyNoNode();
+  let node: KubeNode | undefined;
+  if (!why) {
+    try {
+      const imagesDir = buildNodeImages(path.join(stateDir, 'images'));
+      node = await KubeNode.start({ plane: plane.info, assets: resolveNodeAssets(), imagesDir, log });
+    } catch (error) {
+      await plane.stop();
+      throw error;
+    }
+  }
+  const state: State = {
+    supervisorPid: process.pid,
+    info: plane.info,
+    node: node?.info ?? { none: why ?? '' },
+  };
   fs.writeFileSync(`${stateFile}.tmp`, JSON.stringify(state, null, 2));
   fs.renameSync(`${stateFile}.tmp`, stateFile);
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  await node?.stop();
   await plane.stop();
   fs.rmSync(stateFile, { force: true });
   return 0;

@@ -13,6 +13,8 @@ export interface ComponentSpec {
   readonly binary: string;
   readonly args: readonly string[];
   readonly logFile: string;
+  /** Added to the minimal environment (PATH, HOME); a PATH here replaces the default one. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export class Component {
@@ -44,7 +46,11 @@ export class Component {
     try {
       // Components read configuration from the environment too (etcd reads every ETCD_* variable):
       // pass only what a process needs to run, so a developer's shell cannot change the cluster.
-      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+      const env = {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        ...spec.env,
+      };
       const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', spec.binary, ...spec.args], {
         stdio: ['ignore', log, log],
         env,

@@ -1,7 +1,8 @@
 // A real Kubernetes control plane for tests: etcd, kube-apiserver with RBAC and ServiceAccount
 // tokens, and kube-controller-manager, all on 127.0.0.1, from binaries built by build.sh.
-// There is no kubelet and no scheduler: Pods are created and stay Pending, which is all the agent
-// needs (it reads Pod objects, it does not run them). Flags follow controller-runtime envtest's
+// There is no kubelet and no scheduler here: Pods are created and stay Pending, which is all the
+// agent needs (it reads Pod objects, it does not run them). test/cluster/node.ts adds a real node
+// (kubelet, containerd, kube-scheduler) to a control plane, with the credentials made here. Flags follow controller-runtime envtest's
 // defaultArgs(), plus what envtest leaves out because it runs no controller-manager.
 //
 // Start-up, step by step:
@@ -14,6 +15,7 @@
 //  (6) kube-controller-manager, waited on /healthz and then on the `default` ServiceAccount of
 //      the `default` namespace, the sign that its controllers really run.
 // Any failure stops what was started and throws with the tail of each component's log.
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import {
   existsSync,
@@ -48,7 +50,22 @@ export interface ControlPlaneInfo {
   readonly kubectl: string;
   readonly dataDir: string;
   readonly pids: Readonly<Record<string, number>>;
+  /** Credentials for a node of this control plane (test/cluster/node.ts). */
+  readonly node: NodeCredentials;
 }
+
+/** What a node needs from the control plane to join it as a real cluster's node does. */
+export interface NodeCredentials {
+  /** The node's name; its token authenticates as system:node:<name> in group system:nodes. */
+  readonly name: string;
+  readonly kubeletToken: string;
+  /** A token for kube-scheduler (user system:kube-scheduler, bound by the bootstrap RBAC). */
+  readonly schedulerToken: string;
+  /** The CA that signed the apiserver's kubelet client certificate: kubelet's x509 client CA. */
+  readonly kubeletClientCaFile: string;
+}
+
+export const NODE_NAME = 'config-sync-node';
 
 export interface StartOptions {
   readonly assets: ControlPlaneAssets;
@@ -85,6 +102,66 @@ function isAlive(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+export const SERVICE_CIDR = '10.0.0.0/24';
+/** The `kubernetes` Service's ClusterIP: the first address of the service range. */
+export const KUBERNETES_SERVICE_IP = '10.0.0.1';
+
+/**
+ * A CA and the client certificate the apiserver presents to kubelets (exec, logs, port-forward),
+ * made with openssl: Node's crypto signs nothing X.509. The certificate's group system:masters
+ * passes kubelet's SubjectAccessReview without a binding of our own.
+ */
+function makeKubeletClientCertificate(dataDir: string): { ca: string; cert: string; key: string } {
+  const dir = path.join(dataDir, 'kubelet-client');
+  mkdirSync(dir);
+  const f = (name: string) => path.join(dir, name);
+  const openssl = (...args: string[]) =>
+    execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '7',
+    '-subj',
+    '/CN=config-sync-test-kubelet-client-ca',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.crt'),
+  );
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-subj',
+    '/O=system:masters/CN=kube-apiserver-kubelet-client',
+    '-keyout',
+    f('client.key'),
+    '-out',
+    f('client.csr'),
+  );
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    f('client.csr'),
+    '-CA',
+    f('ca.crt'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '7',
+    '-out',
+    f('client.crt'),
+  );
+  return { ca: f('ca.crt'), cert: f('client.crt'), key: f('client.key') };
 }
 
 export class ControlPlane {
@@ -131,14 +208,20 @@ export class ControlPlane {
     writeFileSync(saKeyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     writeFileSync(saPubFile, publicKey.export({ type: 'spki', format: 'pem' }));
     const adminToken = randomBytes(24).toString('hex');
+    const kubeletToken = randomBytes(24).toString('hex');
+    const schedulerToken = randomBytes(24).toString('hex');
     const tokenFile = path.join(dataDir, 'tokens.csv');
     writeFileSync(
       tokenFile,
-      `${adminToken},config-sync-test-admin,config-sync-test-admin,"system:masters"\n`,
-      {
-        mode: 0o600,
-      },
+      [
+        `${adminToken},config-sync-test-admin,config-sync-test-admin,"system:masters"`,
+        `${kubeletToken},system:node:${NODE_NAME},system:node:${NODE_NAME},"system:nodes"`,
+        `${schedulerToken},system:kube-scheduler,system:kube-scheduler`,
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
     );
+    const kubeletClient = makeKubeletClientCertificate(dataDir);
 
     const components: Component[] = [];
     const failWith = async (error: unknown): Promise<never> => {
@@ -191,13 +274,20 @@ export class ControlPlane {
           '--bind-address=127.0.0.1',
           '--advertise-address=127.0.0.1',
           `--cert-dir=${certDir}`,
-          '--authorization-mode=RBAC',
+          // As a real cluster: a node may read only what its own Pods use.
+          '--authorization-mode=Node,RBAC',
+          '--enable-admission-plugins=NodeRestriction',
           `--token-auth-file=${tokenFile}`,
+          `--kubelet-client-certificate=${kubeletClient.cert}`,
+          `--kubelet-client-key=${kubeletClient.key}`,
+          // The node's InternalIP, never its name: a name would be looked up in the machine's DNS.
+          '--kubelet-preferred-address-types=InternalIP',
           `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
           `--service-account-key-file=${saPubFile}`,
           `--service-account-signing-key-file=${saKeyFile}`,
-          // Bookkeeping only: nothing routes to it, and in-cluster tests use 127.0.0.1.
-          '--service-cluster-ip-range=10.0.0.0/24',
+          // Without a node, bookkeeping only. With one (test/cluster/node.ts), the `kubernetes`
+          // Service's 10.0.0.1:443 is forwarded to this port on the node's bridge.
+          `--service-cluster-ip-range=${SERVICE_CIDR}`,
           '--allow-privileged=true',
           '--profiling=false',
           '--v=1',
@@ -289,6 +379,7 @@ export class ControlPlane {
         kubectl: assets.kubectl,
         dataDir,
         pids: Object.fromEntries(components.map((c) => [c.name, c.pid])),
+        node: { name: NODE_NAME, kubeletToken, schedulerToken, kubeletClientCaFile: kubeletClient.ca },
       };
       return new ControlPlane(info, components, options.keepData ?? false);
     } catch (error) {

@@ -11,7 +11,8 @@ import { controlPlane } from './support.ts';
 
 const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cluster/cli.ts');
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-cli-'));
-const env = { ...process.env, CONFIG_SYNC_CLUSTER_DIR: stateDir };
+// The node is the e2e project's (test/e2e/cleanup.test.ts runs `up` with one): one fits a machine.
+const env = { ...process.env, CONFIG_SYNC_CLUSTER_DIR: stateDir, CONFIG_SYNC_NODE: '0' };
 const run = (command: string) => execFileSync(process.execPath, [cli, command], { encoding: 'utf8', env });
 
 afterAll(() => {

@@ -1,0 +1,98 @@
+// The shipped image in real Pods: deploy/sidecar applied unmodified into a namespace under Pod
+// Security `restricted`, kubelet propagating the ConfigMap itself, and the one change kubelet
+// never delivers (a subPath key) healed by exactly one rollout restart across three replicas.
+import { describe, expect, it } from 'vitest';
+import { sample } from '../cluster/app.ts';
+import { waitFor } from '../cluster/wait.ts';
+import {
+  agentLog,
+  agentMetrics,
+  describeOnNode,
+  eventsOf,
+  inSync,
+  kubectl,
+  patchConfig,
+  restartsOf,
+  scaleWeb,
+  useExample,
+  useNode,
+  webPodsInSync,
+} from './support.ts';
+
+describeOnNode('deploy/sidecar on a real node', () => {
+  useNode();
+  const ns = useExample('e2e-sidecar');
+
+  describe('a change kubelet propagates', () => {
+    it('is Propagating, then InSync, with the real propagation time, and nothing restarts', async () => {
+      const [pod] = await webPodsInSync(ns.admin, ns.name, 2);
+      const name = pod?.metadata?.name ?? '';
+      await patchConfig(ns.name, { 'app.yaml': 'level: debug\n' });
+
+      const propagated = await waitFor(
+        async () => (await agentLog(ns.name, name)).find((l) => l.msg === 'propagated'),
+        { what: 'the agent to see kubelet deliver the change', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      const log = await agentLog(ns.name, name);
+      const propagating = log.findIndex((l) => l.state === 'Propagating');
+      expect(propagating).toBeGreaterThanOrEqual(0);
+      expect(log.slice(propagating).some((l) => l.state === 'InSync')).toBe(true);
+      // kubelet's own delay, at syncFrequency 1s with the Watch strategy.
+      expect(propagated.propagationSeconds as number).toBeGreaterThan(0);
+      expect(propagated.propagationSeconds as number).toBeLessThan(30);
+
+      const metrics = await agentMetrics(pod as never);
+      expect(sample(metrics, 'config_sync_propagation_seconds_count')).toBe(1);
+      expect(sample(metrics, 'config_sync_in_sync')).toBe(1);
+      expect(await restartsOf(ns.admin, ns.name)).toBeUndefined();
+      expect(log.some((l) => l.state === 'Drifted')).toBe(false);
+    });
+  });
+
+  describe('kubectl exec into the sidecar', () => {
+    it('runs `config-sync heal --dry-run` as the README says, and it finds nothing to do', async () => {
+      const [pod] = await webPodsInSync(ns.admin, ns.name, 2);
+      const out = await kubectl(
+        '-n',
+        ns.name,
+        'exec',
+        pod?.metadata?.name ?? '',
+        '-c',
+        'config-sync',
+        '--',
+        'config-sync',
+        'heal',
+        '--dry-run',
+      );
+      expect(out).toMatch(/nothing to do|in sync/i);
+    });
+  });
+
+  describe('a subPath key changed', () => {
+    it('three replicas, exactly one restart, and the new Pods InSync', async () => {
+      await scaleWeb(ns.name, 3);
+      const before = await webPodsInSync(ns.admin, ns.name, 3);
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      await patchConfig(ns.name, { 'log.yaml': 'format: text\n' });
+
+      const after = await waitFor(
+        async () => {
+          const pods = await webPodsInSync(ns.admin, ns.name, 3, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the rollout to replace every Pod with one InSync', timeoutMs: 150_000, intervalMs: 1000 },
+      );
+      expect(after.every((p) => inSync(p) === 'True')).toBe(true);
+      expect(await restartsOf(ns.admin, ns.name)).toBeDefined();
+
+      const events = await eventsOf(ns.admin, ns.name);
+      const healed = events.filter((e) => e.reason === 'Healed');
+      expect(healed).toHaveLength(1);
+      expect(healed[0]?.message).toMatch(/SubPathStale/);
+      expect(events.some((e) => e.reason === 'Drifted' && /subPath/.test(e.message))).toBe(true);
+      // One restart: one new ReplicaSet beside the first.
+      const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
+      expect(rs.trim().split('\n')).toHaveLength(2);
+    });
+  });
+});

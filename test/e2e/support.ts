@@ -1,0 +1,179 @@
+// Shared by the e2e files: a control plane and a real node of the file's own (useNode), from the
+// binaries and images test/e2e/global-setup.ts built; a namespace with deploy/sidecar applied
+// unmodified (`kubectl apply -k`); and
+// what a user would look at: Pods, their InSync condition, Events, the agent's log (`kubectl
+// logs`) and its metrics (the Pod's own address on the node's bridge).
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { root } from '../cluster/app.ts';
+import { ControlPlane, type ControlPlaneInfo } from '../cluster/control-plane.ts';
+import { adminKubeConfig, createTestNamespace, deleteNamespace } from '../cluster/identities.ts';
+import { KubeNode } from '../cluster/node.ts';
+import { waitFor } from '../cluster/wait.ts';
+import type { E2eAssets } from './global-setup.ts';
+
+const run = promisify(execFile);
+
+const provided = inject('e2e');
+/** Why this machine runs no node (the tests skip with it), or undefined. */
+export const unsupported = 'unsupported' in provided ? provided.unsupported : undefined;
+
+/** describe(), skipped with the reason where the machine cannot run the node. */
+export const describeOnNode = (name: string, fn: () => void) =>
+  unsupported ? describe.skip(`${name} (skipped: ${unsupported})`, fn) : describe(name, fn);
+
+export function e2eAssets(): E2eAssets {
+  if ('unsupported' in provided) throw new Error(provided.unsupported);
+  return provided;
+}
+
+export interface Cluster {
+  readonly plane: ControlPlaneInfo;
+  readonly node: KubeNode;
+}
+
+let current: Cluster | undefined;
+
+/** The running cluster of this file (useNode). */
+export function cluster(): Cluster {
+  if (!current) throw new Error('no node: call useNode() in the file, and read cluster() inside tests');
+  return current;
+}
+
+/** Starts a control plane of this file's own and a real node on it; stops both after the file. */
+export function useNode(): void {
+  let plane: ControlPlane | undefined;
+  beforeAll(async () => {
+    if (unsupported) return;
+    const { assets, nodeAssets, imagesDir } = e2eAssets();
+    const log = (line: string) => process.stderr.write(`[e2e] ${line}\n`);
+    plane = await ControlPlane.start({ assets, log });
+    try {
+      const node = await KubeNode.start({ plane: plane.info, assets: nodeAssets, imagesDir, log });
+      current = { plane: plane.info, node };
+    } catch (error) {
+      await plane.stop();
+      throw error;
+    }
+  }, 180_000);
+  afterAll(async () => {
+    await current?.node.stop();
+    await plane?.stop();
+    current = undefined;
+  }, 120_000);
+}
+
+export async function kubectl(...args: string[]): Promise<string> {
+  const { plane } = cluster();
+  try {
+    const { stdout } = await run(plane.kubectl, ['--kubeconfig', plane.adminKubeconfig, ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    return stdout;
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(`kubectl ${args.join(' ')} failed: ${e.stderr || e.message}`);
+  }
+}
+
+/**
+ * A namespace of the file's own under Pod Security `restricted`, with the example applied as a
+ * user applies it; `replicas` scales it first where a test needs more than the example's two.
+ */
+export function useExample(prefix: string): { readonly name: string; readonly admin: KubeConfig } {
+  const state = { name: '', admin: undefined as KubeConfig | undefined };
+  beforeAll(async () => {
+    if (unsupported) return;
+    state.admin = adminKubeConfig(cluster().plane);
+    state.name = await createTestNamespace(state.admin, prefix);
+    await kubectl('label', 'namespace', state.name, 'pod-security.kubernetes.io/enforce=restricted');
+    await kubectl('apply', '-k', path.join(root, 'deploy/sidecar'), '-n', state.name);
+  });
+  afterAll(async () => {
+    if (state.admin && state.name) await deleteNamespace(state.admin, state.name);
+  });
+  return {
+    get name() {
+      return state.name;
+    },
+    get admin() {
+      if (!state.admin) throw new Error('useExample: read .admin inside a test or hook');
+      return state.admin;
+    },
+  };
+}
+
+export function inSync(pod: V1Pod): string | undefined {
+  return pod.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync')?.status;
+}
+
+/** The running Pods of `web` (not terminating), once `count` of them report InSync=True. */
+export async function webPodsInSync(
+  admin: KubeConfig,
+  namespace: string,
+  count: number,
+  timeoutMs = 120_000,
+) {
+  const core = admin.makeApiClient(CoreV1Api);
+  return waitFor(
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items.filter(
+        (p) => !p.metadata?.deletionTimestamp,
+      );
+      return pods.length === count && pods.every((p) => p.status?.phase === 'Running' && inSync(p) === 'True')
+        ? pods
+        : undefined;
+    },
+    { what: `${count} Pods of web Running and InSync`, timeoutMs, intervalMs: 500 },
+  );
+}
+
+export async function scaleWeb(namespace: string, replicas: number): Promise<void> {
+  await kubectl('-n', namespace, 'scale', 'deployment', 'web', `--replicas=${replicas}`);
+}
+
+export async function patchConfig(namespace: string, data: Record<string, string>): Promise<void> {
+  await kubectl(
+    '-n',
+    namespace,
+    'patch',
+    'configmap',
+    'web-config',
+    '--type',
+    'merge',
+    '-p',
+    JSON.stringify({ data }),
+  );
+}
+
+/** The agent's /metrics, from its Pod's address on the node's bridge. */
+export async function agentMetrics(pod: V1Pod): Promise<string> {
+  const res = await fetch(`http://${pod.status?.podIP}:9464/metrics`, { signal: AbortSignal.timeout(5000) });
+  return res.text();
+}
+
+/** The agent's log lines as JSON, through `kubectl logs` (kubelet serves them). */
+export async function agentLog(namespace: string, pod: string): Promise<Record<string, unknown>[]> {
+  const text = await kubectl('-n', namespace, 'logs', pod, '-c', 'config-sync');
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export async function restartsOf(admin: KubeConfig, namespace: string): Promise<string | undefined> {
+  const d = await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace });
+  return d.spec?.template.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'];
+}
+
+export async function eventsOf(
+  admin: KubeConfig,
+  namespace: string,
+): Promise<{ reason: string; message: string }[]> {
+  const list = await admin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace });
+  return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '' }));
+}
