@@ -1,6 +1,7 @@
 // The shipped image in real Pods: deploy/sidecar applied unmodified into a namespace under Pod
 // Security `restricted`, kubelet propagating the ConfigMap itself, and the one change kubelet
 // never delivers (a subPath key) healed by exactly one rollout restart across three replicas.
+import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { sample } from '../cluster/app.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -41,11 +42,36 @@ describeOnNode('deploy/sidecar on a real node', () => {
       expect(propagated.propagationSeconds as number).toBeGreaterThan(0);
       expect(propagated.propagationSeconds as number).toBeLessThan(30);
 
-      const metrics = await agentMetrics(pod as never);
+      const metrics = await agentMetrics(pod as V1Pod);
       expect(sample(metrics, 'config_sync_propagation_seconds_count')).toBe(1);
       expect(sample(metrics, 'config_sync_in_sync')).toBe(1);
       expect(await restartsOf(ns.admin, ns.name)).toBeUndefined();
       expect(log.some((l) => l.state === 'Drifted')).toBe(false);
+    });
+  });
+
+  describe('many quick updates (the agent as UID 65532, kubelet making 0700 payload directories)', () => {
+    it('never costs the agent its inotify watch, and it ends in sync on the last one', async () => {
+      const pods = await webPodsInSync(ns.admin, ns.name, 2);
+      for (let i = 0; i < 30; i++) {
+        await patchConfig(ns.name, { 'app.yaml': `level: burst-${i}\n` });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      for (const pod of pods) {
+        const metrics = await waitFor(
+          async () => {
+            const text = await agentMetrics(pod);
+            const log = await agentLog(ns.name, pod.metadata?.name ?? '');
+            const last = log.findLast((l) => l.target === 'app:/etc/app' && l.state);
+            return last?.state === 'InSync' && sample(text, 'config_sync_in_sync') === 1 ? text : undefined;
+          },
+          { what: 'in sync after the burst', timeoutMs: 60_000, intervalMs: 500 },
+        );
+        expect(sample(metrics, 'config_sync_file_watch_polling')).toBe(0);
+        const log = await agentLog(ns.name, pod.metadata?.name ?? '');
+        expect(log.filter((l) => String(l.msg).startsWith('inotify refused'))).toEqual([]);
+      }
+      expect(await restartsOf(ns.admin, ns.name)).toBeUndefined();
     });
   });
 

@@ -1,0 +1,129 @@
+// Drift kubelet will not fix, on a real node: an env var from a Secret (kubelet never updates a
+// running container's environment) and the stuck kubelet (SIGSTOP), the case no other tool sees
+// because the files simply stay old. Each heals with exactly one rollout restart, and no value
+// of the Secret shows in any log, Event or annotation.
+import { CoreV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { waitFor } from '../cluster/wait.ts';
+import {
+  agentLog,
+  cluster,
+  describeOnNode,
+  eventsOf,
+  kubectl,
+  patchConfig,
+  restartsOf,
+  useExample,
+  useNode,
+  webPodsInSync,
+} from './support.ts';
+
+const NEW_PASSWORD = 'e2e-rotated-password-never-shown';
+
+/** A short --grace, so a stuck kubelet counts as drift in seconds rather than the default 90. */
+async function shortGrace(namespace: string): Promise<void> {
+  const patch = [
+    { op: 'replace', path: '/spec/template/spec/initContainers/0/args', value: ['agent', '--grace', '5s'] },
+  ];
+  await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
+  await kubectl('-n', namespace, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+}
+
+describeOnNode('drift kubelet does not fix, on a real node', () => {
+  useNode();
+
+  // Each case in a namespace of its own: a second restart of one workload within
+  // --min-restart-interval (5m) would be refused as RateLimited, by design.
+  describe('env', () => {
+    const ns = useExample('e2e-env');
+    it('a Secret behind an env var changed: EnvStale, one restart, the value nowhere', async () => {
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'secret',
+        'web-secrets',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ stringData: { password: NEW_PASSWORD } }),
+      );
+      const healed = await waitFor(
+        async () => {
+          const h = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+          return h.length > 0 ? h : undefined;
+        },
+        { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(healed).toHaveLength(1);
+      expect(healed[0]?.message).toMatch(/EnvStale/);
+
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      const after = await waitFor(
+        async () => {
+          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
+      );
+      expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
+
+      // The value nowhere: the agents' logs (old Pods' files on the node, new Pods' through
+      // kubectl logs), every Event, every annotation.
+      const texts: string[] = [JSON.stringify(await eventsOf(ns.admin, ns.name))];
+      for (const p of after) {
+        texts.push(JSON.stringify(await agentLog(ns.name, p.metadata?.name ?? '')));
+        texts.push(JSON.stringify(p.metadata?.annotations ?? {}));
+      }
+      texts.push(await kubectl('-n', ns.name, 'get', 'deployment', 'web', '-o', 'json'));
+      for (const t of texts) {
+        expect(t).not.toContain(NEW_PASSWORD);
+        expect(t).not.toContain('change-me');
+      }
+    });
+  });
+
+  describe('stuck kubelet', () => {
+    const ns = useExample('e2e-stuck');
+    it('kubelet frozen while the ConfigMap changes: ContentDrift past --grace, one restart, done once kubelet is back', async () => {
+      await shortGrace(ns.name);
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      const restartedBefore = await restartsOf(ns.admin, ns.name);
+      const healedBefore = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed').length;
+
+      const { node } = cluster();
+      node.freezeKubelet(true);
+      try {
+        await patchConfig(ns.name, { 'app.yaml': 'level: warn\n' });
+        // kubelet cannot deliver the change, so the running agents see the files stay old.
+        await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
+          what: 'the agent to restart the workload',
+          timeoutMs: 60_000,
+          intervalMs: 500,
+        });
+        const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+        expect(healed).toHaveLength(healedBefore + 1);
+        expect(healed.at(-1)?.message).toMatch(/ContentDrift/);
+      } finally {
+        node.freezeKubelet(false);
+      }
+
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      const after = await waitFor(
+        async () => {
+          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the rollout to complete once kubelet is back', timeoutMs: 150_000, intervalMs: 1000 },
+      );
+      expect(after).toHaveLength(2);
+      expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(
+        healedBefore + 1,
+      );
+      const core = ns.admin.makeApiClient(CoreV1Api);
+      const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
+      expect(cm.data?.['app.yaml']).toBe('level: warn\n');
+    });
+  });
+});
