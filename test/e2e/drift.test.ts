@@ -10,6 +10,7 @@ import {
   cluster,
   describeOnNode,
   eventsOf,
+  killAgent,
   kubectl,
   patchConfig,
   restartsOf,
@@ -124,6 +125,66 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       const core = ns.admin.makeApiClient(CoreV1Api);
       const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
       expect(cm.data?.['app.yaml']).toBe('level: warn\n');
+    });
+  });
+
+  describe('sidecar restarted mid-drift', () => {
+    const ns = useExample('e2e-sidecar-restart');
+    it('the restarted agents catch up on the drift, and the workload is restarted once', async () => {
+      // A long --debounce holds the drift open long enough to kill every agent inside it.
+      const patch = [
+        {
+          op: 'replace',
+          path: '/spec/template/spec/initContainers/0/args',
+          value: ['agent', '--debounce', '20s'],
+        },
+      ];
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify(patch),
+      );
+      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      const restartedBefore = await restartsOf(ns.admin, ns.name);
+      await patchConfig(ns.name, { 'log.yaml': 'format: logfmt\n' });
+      // Both agents see the subPath file stay old, then die inside the debounce.
+      for (const pod of before) {
+        await waitFor(
+          async () =>
+            (await agentLog(ns.name, pod.metadata?.name ?? '')).some(
+              (l) => l.target === 'app:/etc/log.yaml' && l.state === 'Propagating',
+            ),
+          { what: 'the agent to see the subPath change pending', timeoutMs: 30_000, intervalMs: 250 },
+        );
+      }
+      for (const pod of before) killAgent(pod.metadata?.uid ?? '');
+
+      await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
+        what: 'the restarted agents to heal',
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      await waitFor(
+        async () => {
+          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the rollout to complete', timeoutMs: 150_000, intervalMs: 1000 },
+      );
+      const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+      expect(healed).toHaveLength(1);
+      expect(healed[0]?.message).toMatch(/SubPathStale/);
+      // The first rollout (the patch above) and the one restart: three ReplicaSets in all.
+      const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
+      expect(rs.trim().split('\n')).toHaveLength(3);
     });
   });
 });

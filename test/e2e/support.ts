@@ -4,6 +4,7 @@
 // what a user would look at: Pods, their InSync condition, Events, the agent's log (`kubectl
 // logs`) and its metrics (the Pod's own address on the node's bridge).
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -176,4 +177,26 @@ export async function eventsOf(
 ): Promise<{ reason: string; message: string }[]> {
   const list = await admin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace });
   return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '' }));
+}
+
+/**
+ * SIGKILLs the agent process of one Pod from the node (the image has no shell to do it from
+ * inside); kubelet restarts the sidecar, as after a crash or an OOM kill.
+ */
+export function killAgent(podUid: string): number {
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const cgroup = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+      if (cmdline.includes('/app/config-sync.js') && cgroup.includes(podUid)) {
+        process.kill(pid, 'SIGKILL');
+        return pid;
+      }
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  throw new Error(`no agent process of Pod ${podUid} on the node`);
 }
