@@ -13,6 +13,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          // Without a groupOrder on every project, vitest runs them all in parallel.
+          sequence: { groupOrder: 0 },
           testTimeout: 10_000,
         },
       },
@@ -21,6 +23,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/cluster/global-setup.ts'],
+          sequence: { groupOrder: 0 },
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

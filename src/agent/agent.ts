@@ -13,6 +13,7 @@
 //  (5) sleep until the next signal, the earliest grace deadline or the resync interval.
 import fs from 'node:fs';
 import path from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
@@ -26,6 +27,7 @@ import {
   shouldReload,
   triggerReload,
 } from '../heal/reload.ts';
+import { resourcePath } from '../kube/resources.ts';
 import { readSource } from '../kube/sources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
@@ -36,7 +38,7 @@ import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
 import { DATA_LINK, readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
-import { isDrift, type PassResult, verifyPass } from './pass.ts';
+import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';
 import { type Runtime, writeEnvBaselines } from './runtime.ts';
 
 export interface AgentOptions {
@@ -112,6 +114,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let steadyHash: string | undefined;
   /** A reload that failed, for that config: the fallback is owed until it is carried out. */
   let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
+  // When the containers started: for env and subPath targets, the app's start decides what it
+  // holds when it and the agent did not start together (container-view.ts).
+  const agentStartedAt = Date.now() - process.uptime() * 1000;
+  let starts = containerStarts(rt.pod, agentStartedAt);
   let status:
     | { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date; matched: string | undefined }
     | undefined;
@@ -405,11 +411,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function confirmView(pass: PassResult, now: number): Promise<PassResult> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return pass;
-    const { corrected, unconfirmed } = await reRead(
-      referencedSources(rt.targets.filter((t) => drifted.has(targetId(t)))),
-    );
+    const [{ corrected, unconfirmed }, restarted] = await Promise.all([
+      reRead(referencedSources(rt.targets.filter((t) => drifted.has(targetId(t))))),
+      refreshStarts(),
+    ]);
     // (a)
-    if (!corrected && unconfirmed.size === 0) return pass;
+    if (!corrected && !restarted && unconfirmed.size === 0) return pass;
     return runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now);
   }
 
@@ -444,8 +451,27 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     return { corrected, unconfirmed };
   }
 
+  // (d) An app container that restarted since the agent last read its Pod holds the config of
+  // its restart for env and subPath targets (container-view.ts): the Pod's status is read again
+  // with the sources, and a changed start is decided again too. Returns whether one changed.
+  async function refreshStarts(): Promise<boolean> {
+    if (!podRef) return false;
+    try {
+      const pod = await rt.client.get<V1Pod>(
+        resourcePath({ resource: 'pods', namespace: rt.namespace, name: podRef.name }),
+      );
+      const fresh = containerStarts(pod, agentStartedAt);
+      const changed = JSON.stringify(fresh.byContainer) !== JSON.stringify(starts.byContainer);
+      starts = fresh;
+      return changed;
+    } catch {
+      return false; // the sources' re-read says what the API cannot answer
+    }
+  }
+
   function runPass(view: SourceLookup, now: number): PassResult {
     return verifyPass({
+      starts,
       targets: rt.targets,
       lookup: view,
       readVolume,

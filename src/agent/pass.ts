@@ -1,7 +1,9 @@
 // One verification pass over every target: expectation from the API's view, observation from
 // disk (or the env baseline), and the verdict. The same pass serves the agent's loop and the
 // one-shot commands; file reading is passed in so the pass itself stays deterministic.
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Target } from '../discover/targets.ts';
+import { containerView } from '../verify/container-view.ts';
 import { expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
 import { decide, type TargetMemory, targetId, type Verdict, type VerifyPolicy } from '../verify/verdict.ts';
 import type { ReadVolumeResult } from '../watch/read-volume.ts';
@@ -21,6 +23,13 @@ export interface PassInput {
   readonly memory: ReadonlyMap<string, TargetMemory>;
   readonly policy: VerifyPolicy;
   readonly now: number;
+  /** When each container of the Pod (last) started, from its status; the agent's own too. */
+  readonly starts?: ContainerStarts;
+}
+
+export interface ContainerStarts {
+  readonly agent: number | undefined;
+  readonly byContainer: Readonly<Record<string, number>>;
 }
 
 export interface PassResult {
@@ -35,6 +44,10 @@ export function isDrift(verdict: Verdict): boolean {
   return verdict.state === 'Drifted' || verdict.state === 'Missing';
 }
 
+function viewOf(starts: ContainerStarts | undefined, container: string, versionSince: number | undefined) {
+  return containerView(starts?.byContainer[container], starts?.agent, versionSince);
+}
+
 export function verifyPass(input: PassInput): PassResult {
   const verdicts: Verdict[] = [];
   const memory = new Map<string, TargetMemory>();
@@ -46,7 +59,9 @@ export function verifyPass(input: PassInput): PassResult {
       const plain = expectEnv(target, input.lookup);
       const { expectation } = plain;
       const digest = plain.digest === undefined ? undefined : input.policy.fingerprint(plain.digest);
-      if (digest) envDigests[id] = digest;
+      const view = viewOf(input.starts, target.container, expectation.changedAt);
+      // A baseline is what the app started with: never take one from a version it did not get.
+      if (digest && view !== 'older') envDigests[id] = digest;
       const result = decide(
         target,
         expectation,
@@ -55,6 +70,7 @@ export function verifyPass(input: PassInput): PassResult {
         input.now,
         input.policy,
         digest,
+        view,
       );
       verdicts.push(result.verdict);
       memory.set(id, result.memory);
@@ -66,9 +82,39 @@ export function verifyPass(input: PassInput): PassResult {
       expectation.files.keys(),
       target.subPath !== undefined,
     );
-    const result = decide(target, expectation, observation, previous, input.now, input.policy);
+    const view =
+      target.subPath === undefined
+        ? 'agent-copy'
+        : viewOf(input.starts, target.container, expectation.changedAt);
+    const result = decide(
+      target,
+      expectation,
+      observation,
+      previous,
+      input.now,
+      input.policy,
+      undefined,
+      view,
+    );
     verdicts.push(result.verdict);
     memory.set(id, result.memory);
   }
   return { verdicts, memory, envDigests };
+}
+
+/**
+ * When each container of `pod` last started (its running state), and the agent's own start: the
+ * process's, since the Pod's status may not show the agent's container running yet when the
+ * agent first reads it.
+ */
+export function containerStarts(pod: V1Pod | undefined, agentStartedAt: number): ContainerStarts {
+  const byContainer: Record<string, number> = {};
+  for (const s of [
+    ...(pod?.status?.initContainerStatuses ?? []),
+    ...(pod?.status?.containerStatuses ?? []),
+  ]) {
+    const at = s.state?.running?.startedAt;
+    if (at) byContainer[s.name] = new Date(at).getTime();
+  }
+  return { agent: agentStartedAt, byContainer };
 }

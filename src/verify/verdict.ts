@@ -1,7 +1,9 @@
 // Decides, for one target, whether what is on disk (or in the container's environment) matches
 // what the API says, and if not, whether that is still normal propagation or drift. Pure: the
 // caller passes the expectation, the observation, the target's memory and the clock.
+
 import type { Target } from '../discover/targets.ts';
+import type { ContainerView } from './container-view.ts';
 import type { Expectation } from './expected.ts';
 import type { Fingerprint } from './fingerprint.ts';
 import { type KeyDigest, refKey } from './source.ts';
@@ -104,7 +106,10 @@ export function compareVolume(
  * Steps:
  *  (1) sources the API could not give -> Unknown; a source (or listed key) that is gone ->
  *      Missing/SourceMissing: new pods could not even mount it, so this is for alerting only;
- *  (2) files that could not be read -> Unknown;
+ *  (2) files that could not be read -> Unknown; (2b) for a subPath file or env vars, when the
+ *      app's container and the agent's did not start together, the app's start decides
+ *      (container-view.ts): it started after the current version -> no mismatch; it started
+ *      before it while the agent started after it -> a mismatch, whatever the agent's copy says;
  *  (3) no mismatch -> InSync; if the previous pass saw it Propagating, the propagation time is
  *      measured from the API change;
  *  (4) a mismatch: its window starts at the last API change (so an agent that starts late, or a
@@ -122,6 +127,7 @@ export function decide(
   now: number,
   policy: VerifyPolicy,
   envDigest?: string,
+  view: ContainerView = 'agent-copy',
 ): { verdict: Verdict; memory: TargetMemory } {
   const id = targetId(target);
   const done = (v: Omit<Verdict, 'target'>, mismatchSince?: number) => ({
@@ -167,6 +173,23 @@ export function decide(
       });
     }
     mismatches = compareVolume(expectation, observation, policy.fingerprint);
+  }
+
+  // (2b) For what kubelet never updates, the app container's own start decides when the
+  // agent's copy does not stand for it (container-view.ts).
+  if (target.type === 'env' || target.subPath !== undefined) {
+    if (view === 'current') mismatches = [];
+    else if (view === 'older' && mismatches.length === 0) {
+      const want = target.type === 'env' ? envDigest : [...expectation.files.values()][0]?.digest.sha256;
+      mismatches = [
+        {
+          path: target.type === 'env' ? 'env' : '',
+          kind: 'content',
+          expected: want === undefined ? '-' : target.type === 'env' ? want : policy.fingerprint(want),
+          observed: 'a version from before the app container started',
+        },
+      ];
+    }
   }
 
   // (3)

@@ -1,0 +1,110 @@
+// What the app container holds for the targets kubelet never updates, when it and the agent did
+// not start together (src/verify/container-view.ts), and how a pass decides on it.
+import { describe, expect, it } from 'vitest';
+import { containerStarts, verifyPass } from '../../src/agent/pass.ts';
+import type { Target } from '../../src/discover/targets.ts';
+import { containerView, START_SLACK_MS } from '../../src/verify/container-view.ts';
+import { keyedFingerprint } from '../../src/verify/fingerprint.ts';
+import { type SourceState, sha256, snapshotConfigMap } from '../../src/verify/source.ts';
+
+const T = 1_800_000_000_000;
+const S = START_SLACK_MS;
+
+describe('containerView', () => {
+  it('the app started after the current version: it holds it, whatever the agent’s copy says', () => {
+    expect(containerView(T + S + 1, T - 60_000, T)).toBe('current');
+    expect(containerView(T + S + 1, T + 60_000, T)).toBe('current');
+  });
+  it('the agent started no later than the app (the native sidecar order): its copy stands for the app’s', () => {
+    expect(containerView(T, T - 3000, T + 60_000)).toBe('agent-copy');
+    expect(containerView(T, T + S, T + 60_000)).toBe('agent-copy');
+  });
+  it('the agent restarted after the change, the app did not: the app is older', () => {
+    expect(containerView(T - 60_000, T + 10_000, T)).toBe('older');
+  });
+  it('a start within the slack of the change is not taken as current (a restart is the safe side)', () => {
+    expect(containerView(T + S, T + 60_000, T)).toBe('older');
+    expect(containerView(T + S, T - 1000, T)).toBe('agent-copy');
+  });
+  it('unknown starts fall back to the agent’s copy', () => {
+    expect(containerView(undefined, T, T)).toBe('agent-copy');
+    expect(containerView(T - 60_000, undefined, T)).toBe('agent-copy');
+    expect(containerView(T, T, undefined)).toBe('agent-copy');
+  });
+});
+
+describe('containerStarts', () => {
+  it('reads running containers and init (sidecar) containers; the agent’s start is its process’s', () => {
+    const starts = containerStarts(
+      {
+        status: {
+          initContainerStatuses: [
+            { name: 'config-sync', state: { running: { startedAt: new Date(T) } } } as never,
+          ],
+          containerStatuses: [
+            { name: 'app', state: { running: { startedAt: new Date(T + 5000) } } } as never,
+            { name: 'side', state: { waiting: { reason: 'CrashLoopBackOff' } } } as never,
+          ],
+        },
+      },
+      T - 100,
+    );
+    expect(starts).toEqual({ agent: T - 100, byContainer: { 'config-sync': T, app: T + 5000 } });
+  });
+});
+
+describe('a pass on a subPath file and an env var, by container starts', () => {
+  const changedAt = T;
+  const cm = (value: string): SourceState => ({
+    state: 'present',
+    snapshot: {
+      ...snapshotConfigMap({ metadata: { name: 'cfg', resourceVersion: '2', uid: 'u' }, data: { k: value } }),
+      changedAt,
+    },
+  });
+  const subPath: Target = {
+    type: 'volume',
+    container: 'app',
+    volume: 'cfg',
+    mountPath: '/etc/k',
+    subPath: 'k',
+    sources: [{ ref: { kind: 'ConfigMap', name: 'cfg' }, optional: false, defaultMode: 0o644 }],
+  };
+  const env: Target = {
+    type: 'env',
+    container: 'app',
+    ref: { kind: 'ConfigMap', name: 'cfg' },
+    keys: ['k'],
+    optional: false,
+  };
+  const pass = (agentCopy: string, appStartedAt: number, agentStartedAt: number, baseline?: string) =>
+    verifyPass({
+      targets: [subPath, env],
+      lookup: () => cm('new'),
+      readVolume: () => ({
+        files: new Map([['', { sha256: sha256(Buffer.from(agentCopy)), size: agentCopy.length }]]),
+        extras: [],
+      }),
+      agentPath: (p) => p,
+      envBaselines: baseline === undefined ? {} : { 'app:env:ConfigMap/cfg': baseline },
+      memory: new Map(),
+      policy: { graceMs: 90_000, debounceMs: 0, fingerprint: keyedFingerprint(Buffer.from('a test key')) },
+      now: T + 120_000,
+      starts: { agent: agentStartedAt, byContainer: { app: appStartedAt } },
+    });
+
+  it('the app restarted after the change: InSync, though the agent’s copy and baseline are old', () => {
+    const r = pass('old', T + 30_000, T - 600_000, 'old-baseline');
+    expect(r.verdicts.map((v) => v.state)).toEqual(['InSync', 'InSync']);
+  });
+  it('the agent restarted after the change, the app did not: Drifted, though the agent’s copy is new', () => {
+    const r = pass('new', T - 600_000, T + 30_000);
+    expect(r.verdicts.map((v) => v.reason)).toEqual(['SubPathStale', 'EnvStale']);
+    // No baseline is taken from a version the app never got.
+    expect(r.envDigests).toEqual({});
+  });
+  it('both from before the change, in the sidecar order: the agent’s copy decides', () => {
+    expect(pass('old', T - 600_000, T - 601_000).verdicts[0]?.reason).toBe('SubPathStale');
+    expect(pass('new', T - 600_000, T - 601_000).verdicts[0]?.state).toBe('InSync');
+  });
+});
