@@ -10,7 +10,7 @@ import {
   cluster,
   describeOnNode,
   eventsOf,
-  killAgent,
+  killContainer,
   kubectl,
   patchConfig,
   restartsOf,
@@ -164,7 +164,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           { what: 'the agent to see the subPath change pending', timeoutMs: 30_000, intervalMs: 250 },
         );
       }
-      for (const pod of before) killAgent(pod.metadata?.uid ?? '');
+      for (const pod of before) killContainer(pod, 'config-sync');
 
       await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
         what: 'the restarted agents to heal',
@@ -185,6 +185,71 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       // The first rollout (the patch above) and the one restart: three ReplicaSets in all.
       const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
       expect(rs.trim().split('\n')).toHaveLength(3);
+    });
+  });
+
+  describe('app container restarted', () => {
+    const ns = useExample('e2e-app-restart');
+    it('its drift ends when the app restarts and holds the change; the other replica stays drifted', async () => {
+      // Alert mode, so the drift stays for the app's restart to settle; a short resync, so the
+      // agent decides again soon after it.
+      const patch = [
+        {
+          op: 'replace',
+          path: '/spec/template/spec/initContainers/0/args',
+          value: ['agent', '--on-drift', 'alert-only', '--resync', '2s'],
+        },
+      ];
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify(patch),
+      );
+      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const [pod] = await webPodsInSync(ns.admin, ns.name, 2);
+      const name = pod?.metadata?.name ?? '';
+      const logTarget = async () =>
+        (await agentLog(ns.name, name)).filter((l) => l.target === 'app:/etc/log.yaml' && l.state);
+
+      // The subPath key changes while the app runs: the app holds the old file -> drift.
+      await patchConfig(ns.name, { 'log.yaml': 'format: yaml\n' });
+      await waitFor(async () => (await logTarget()).at(-1)?.reason === 'SubPathStale' || undefined, {
+        what: 'SubPathStale in alert mode',
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      });
+      const core = ns.admin.makeApiClient(CoreV1Api);
+      // The app container dies and kubelet starts it again in the same Pod: it gets the new file.
+      killContainer(await core.readNamespacedPod({ name, namespace: ns.name }), 'app');
+      await waitFor(
+        async () => {
+          const p = await core.readNamespacedPod({ name, namespace: ns.name });
+          const app = p.status?.containerStatuses?.find((c) => c.name === 'app');
+          return (app?.restartCount ?? 0) > 0 && app?.state?.running ? true : undefined;
+        },
+        { what: 'the app container running again', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      const verdict = await waitFor(
+        async () => {
+          const last = (await logTarget()).at(-1);
+          return last?.state === 'InSync' ? last : undefined;
+        },
+        { what: 'InSync once the restarted app holds the change', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(verdict.reason).toBe('InSync');
+      // The other replica's app did not restart: it still holds the old file, and says so.
+      const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items;
+      const other = pods.find((p) => p.metadata?.name !== name && !p.metadata?.deletionTimestamp);
+      const condition = other?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
+      expect(condition).toMatchObject({ status: 'False', reason: 'SubPathStale' });
+      // Alert mode: nothing was restarted.
+      expect((await eventsOf(ns.admin, ns.name)).some((e) => e.reason === 'Healed')).toBe(false);
     });
   });
 });

@@ -72,7 +72,7 @@ export async function kubectl(...args: string[]): Promise<string> {
   try {
     const { stdout } = await run(plane.kubectl, ['--kubeconfig', plane.adminKubeconfig, ...args], {
       encoding: 'utf8',
-      timeout: 60_000,
+      timeout: 180_000,
     });
     return stdout;
   } catch (error) {
@@ -180,23 +180,27 @@ export async function eventsOf(
 }
 
 /**
- * SIGKILLs the agent process of one Pod from the node (the image has no shell to do it from
- * inside); kubelet restarts the sidecar, as after a crash or an OOM kill.
+ * SIGKILLs every process of one container of a Pod from the node (the images have no shell to
+ * do it from inside), found by the container's ID in its cgroup; kubelet restarts it, as after
+ * a crash or an OOM kill. Returns how many processes it killed.
  */
-export function killAgent(podUid: string): number {
+export function killContainer(pod: V1Pod, container: string): number {
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const id = statuses.find((s) => s.name === container)?.containerID?.replace(/^containerd:\/\//, '');
+  if (!id) throw new Error(`container ${container} of Pod ${pod.metadata?.name} has no ID yet`);
+  let killed = 0;
   for (const entry of fs.readdirSync('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
     try {
-      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      const cgroup = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-      if (cmdline.includes('/app/config-sync.js') && cgroup.includes(podUid)) {
+      if (fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(id)) {
         process.kill(pid, 'SIGKILL');
-        return pid;
+        killed++;
       }
     } catch {
       // gone, or not ours to read
     }
   }
-  throw new Error(`no agent process of Pod ${podUid} on the node`);
+  if (killed === 0) throw new Error(`no process of container ${container} (${id}) on the node`);
+  return killed;
 }
