@@ -282,6 +282,9 @@ export class ControlPlane {
           `--kubelet-client-key=${kubeletClient.key}`,
           // The node's InternalIP, never its name: a name would be looked up in the machine's DNS.
           '--kubelet-preferred-address-types=InternalIP',
+          // A webhook's Service is reached at its endpoints (a Pod on the node's bridge), never by
+          // its DNS name: there is no cluster DNS, and the name would go to the machine's resolver.
+          '--enable-aggregator-routing=true',
           `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
           `--service-account-key-file=${saPubFile}`,
           `--service-account-signing-key-file=${saKeyFile}`,
