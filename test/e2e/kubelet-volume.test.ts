@@ -1,0 +1,92 @@
+// test/cluster/kubelet-volume.ts (our transcription of kubelet's AtomicWriter, which the fast
+// tests write volumes with) checked against the real kubelet once: the same ConfigMap, with
+// items, a nested path and modes, through both gives the same layout, names of the timestamped
+// directories aside.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, expect, it } from 'vitest';
+import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
+import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
+import { NODE_BASE } from '../cluster/node.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { cluster, describeOnNode, useNode } from './support.ts';
+
+const ours = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-atomic-'));
+afterAll(() => fs.rmSync(ours, { recursive: true, force: true }));
+
+/** Every entry below `dir`: links with their target (timestamps named `..<ts>`), files with mode and digest. */
+function layout(dir: string): string[] {
+  const ts = (name: string) => name.replace(/^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+/, '..<ts>');
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    const full = path.join(dir, rel);
+    const st = fs.lstatSync(full);
+    const name = rel.split('/').map(ts).join('/');
+    if (st.isSymbolicLink()) out.push(`${name} -> ${ts(fs.readlinkSync(full))}`);
+    else if (st.isDirectory()) {
+      out.push(`${name}/ ${(st.mode & 0o777).toString(8)}`);
+      for (const e of fs.readdirSync(full).sort()) walk(rel ? `${rel}/${e}` : e);
+    } else {
+      const sum = crypto.createHash('sha256').update(fs.readFileSync(full)).digest('hex').slice(0, 12);
+      out.push(`${name} ${(st.mode & 0o777).toString(8)} ${sum}`);
+    }
+  };
+  for (const e of fs.readdirSync(dir).sort()) walk(e);
+  return out;
+}
+
+describeOnNode('kubelet-volume.ts against the real kubelet', () => {
+  useNode();
+
+  it('the same ConfigMap and volume source give the same layout', async () => {
+    const admin = adminKubeConfig(cluster().plane);
+    const ns = await createTestNamespace(admin, 'e2e-volume');
+    const core = admin.makeApiClient(CoreV1Api);
+    const data = { 'a.yaml': 'a: 1\n', 'b.yaml': 'b: 2\n', 'c.txt': 'not projected\n' };
+    const items = [
+      { key: 'a.yaml', path: 'a.yaml' },
+      { key: 'b.yaml', path: 'nested/deeper/b.yaml', mode: 0o600 },
+    ];
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'cfg' }, data } });
+    const pod = await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'p' },
+        spec: {
+          containers: [
+            {
+              name: 'c',
+              image: 'config-sync.test/busybox:1',
+              command: ['sleep', '3600'],
+              volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
+            },
+          ],
+          volumes: [{ name: 'cfg', configMap: { name: 'cfg', items, defaultMode: 0o640 } }],
+        },
+      },
+    });
+    await waitFor(
+      async () => (await core.readNamespacedPod({ name: 'p', namespace: ns })).status?.phase === 'Running',
+      {
+        what: 'the Pod Running',
+        timeoutMs: 60_000,
+        intervalMs: 250,
+      },
+    );
+    const real = path.join(
+      NODE_BASE,
+      'kubelet/pods',
+      pod.metadata?.uid ?? '',
+      'volumes/kubernetes.io~configmap/cfg',
+    );
+
+    atomicWrite(ours, configMapPayload({ data }, { items, defaultMode: 0o640 }));
+    expect(layout(ours)).toEqual(layout(real));
+    // And what the layout is, so that a change on either side is seen here.
+    expect(layout(real)).toContain('..data -> ..<ts>');
+    expect(layout(real).find((l) => l.startsWith('..<ts>/nested/deeper/b.yaml'))).toMatch(/ 600 /);
+  });
+});
