@@ -1,7 +1,9 @@
 // `npm run demo`: config-sync's main job on an embedded control plane, narrated.
 //
-// A real kube-apiserver, etcd and kube-controller-manager run on 127.0.0.1 (test/cluster). There
-// is no kubelet, so Pods stay Pending and kubelet's volume updates are simulated with its own
+// Where the machine can run a real node (root on Linux), the story runs there, nothing simulated
+// (scripts/demo-node.ts); CONFIG_SYNC_NODE=0 asks for this file's simulated one anyway.
+// Otherwise, as here: a real kube-apiserver, etcd and kube-controller-manager run on 127.0.0.1
+// (test/cluster). There is no kubelet, so Pods stay Pending and kubelet's volume updates are simulated with its own
 // AtomicWriter algorithm (test/cluster/kubelet-volume.ts). Everything else is real: the agents
 // are the shipped CLI, running as the ServiceAccount of deploy/sidecar/rbac with a token bound
 // to their Pod, and every change goes through the API.
@@ -26,7 +28,9 @@ import { resolveAssets } from '../test/cluster/assets.ts';
 import { ControlPlane } from '../test/cluster/control-plane.ts';
 import { adminKubeConfig } from '../test/cluster/identities.ts';
 import { writeSubPathFile } from '../test/cluster/kubelet-volume.ts';
+import { nodeUnsupported } from '../test/cluster/node.ts';
 import { waitFor } from '../test/cluster/wait.ts';
+import { demoOnNode } from './demo-node.ts';
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s = '') => process.stdout.write(`${s}\n`);
@@ -61,8 +65,11 @@ function kubeletSync(pod: AppPod, data: Record<string, string>): void {
 }
 
 async function main(): Promise<void> {
+  const noNode = process.env.CONFIG_SYNC_NODE === '0' ? 'CONFIG_SYNC_NODE=0' : nodeUnsupported();
+  if (!noNode) return demoOnNode();
   say(bold('config-sync demo'));
-  say('A real kube-apiserver, etcd and controller-manager on 127.0.0.1. No kubelet: Pods stay Pending,');
+  say(`No real node here (${noNode}), so kubelet is simulated:`);
+  say('a real kube-apiserver, etcd and controller-manager on 127.0.0.1. No kubelet: Pods stay Pending,');
   say("and kubelet's volume updates are simulated with its own AtomicWriter algorithm.");
 
   step(1, 'Control plane');
