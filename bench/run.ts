@@ -19,29 +19,42 @@
 //  8. reload mode: `..data` swap -> the app's reload endpoint called (what the user sees),
 //     against raw inotify of the same swap;
 //  9. restart mode: a ConfigMap change (a subPath key) -> the workload's restart patch, both
-//     seen through raw watches, against the raw watch of the ConfigMap change itself.
-import { execFileSync, spawn } from 'node:child_process';
+//     seen through raw watches, against the raw watch of the ConfigMap change itself;
+// 10. on a real node (root on Linux; test/cluster/node.ts), cost as Kubernetes counts it: the
+//     agent container's memory working set and idle CPU from its own cgroup (what kubelet and
+//     the metrics API report), against an idle bare `node` container from the same image in
+//     the same run, measured the same way; and kubelet's real propagation delay (the agent's
+//     config_sync_propagation_seconds), with the syncFrequency named.
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { AppsV1Api, CoreV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { verifyPass } from '../src/agent/pass.ts';
 import type { VolumeTarget } from '../src/discover/targets.ts';
 import { keyedFingerprint } from '../src/verify/fingerprint.ts';
 import { snapshotConfigMap } from '../src/verify/source.ts';
 import { readVolume } from '../src/watch/read-volume.ts';
 import { applyRbac, bin, webDeployment } from '../test/cluster/app.ts';
-import { resolveAssets } from '../test/cluster/assets.ts';
+import {
+  buildNodeImages,
+  ensureNodePackages,
+  resolveAssets,
+  resolveNodeAssets,
+} from '../test/cluster/assets.ts';
 import { ControlPlane } from '../test/cluster/control-plane.ts';
 import { createServiceAccountIdentity } from '../test/cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir } from '../test/cluster/in-cluster.ts';
 import { atomicWrite, configMapPayload, writeSubPathFile } from '../test/cluster/kubelet-volume.ts';
+import { KubeNode, nodeUnsupported } from '../test/cluster/node.ts';
 import { freeLoopbackPort } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
 
+const runAsync = promisify(execFile);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-'));
 
@@ -646,6 +659,8 @@ async function main(): Promise<void> {
     fs.rmSync(work, { recursive: true, force: true });
   }
 
+  await onRealNode();
+
   const header = ['measure', 'config-sync', 'baseline (same run)', 'difference', 'target', ''];
   const table = [
     header,
@@ -654,6 +669,183 @@ async function main(): Promise<void> {
   const widths = header.map((_, i) => Math.max(...table.map((r) => (r[i] as string).length)));
   for (const r of table)
     process.stdout.write(`| ${r.map((c, i) => c.padEnd(widths[i] as number)).join(' | ')} |\n`);
+}
+
+/** A container's cgroup directory in one v1 hierarchy, found by its ID below the node's cgroup root. */
+function containerCgroup(hierarchy: string, containerId: string): string {
+  const root = path.join('/sys/fs/cgroup', hierarchy, 'config-sync-node');
+  const walk = (d: string): string | undefined => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      if (!e.isDirectory()) continue;
+      const full = path.join(d, e.name);
+      if (e.name.includes(containerId)) return full;
+      const found = walk(full);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const dir = walk(root);
+  if (!dir) throw new Error(`no ${hierarchy} cgroup for container ${containerId}`);
+  return dir;
+}
+
+/** The working set as kubelet (cAdvisor) counts it on cgroup v1: usage minus inactive file pages. */
+function workingSetMiB(containerId: string): number {
+  const dir = containerCgroup('memory', containerId);
+  const usage = Number(fs.readFileSync(path.join(dir, 'memory.usage_in_bytes'), 'utf8'));
+  const stat = fs.readFileSync(path.join(dir, 'memory.stat'), 'utf8');
+  const inactive = Number(/^total_inactive_file (\d+)$/m.exec(stat)?.[1] ?? 0);
+  return (usage - Math.min(usage, inactive)) / 2 ** 20;
+}
+
+function cpuNanos(containerId: string): number {
+  return Number(fs.readFileSync(path.join(containerCgroup('cpuacct', containerId), 'cpuacct.usage'), 'utf8'));
+}
+
+async function onRealNode(): Promise<void> {
+  const why = nodeUnsupported();
+  if (why) {
+    log(`no real-node measures: ${why}`);
+    return;
+  }
+  log('starting a control plane and a real node');
+  ensureNodePackages();
+  const nodeWork = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-node-'));
+  const images = buildNodeImages(path.join(nodeWork, 'images'));
+  const plane = await ControlPlane.start({ assets: resolveAssets(), log });
+  let node: KubeNode | undefined;
+  try {
+    node = await KubeNode.start({ plane: plane.info, assets: resolveNodeAssets(), imagesDir: images, log });
+    const kubectl = async (...args: string[]) =>
+      (
+        await runAsync(plane.info.kubectl, ['--kubeconfig', plane.info.adminKubeconfig, ...args], {
+          encoding: 'utf8',
+        })
+      ).stdout;
+    const namespace = 'bench-node';
+    await kubectl('create', 'namespace', namespace);
+    await kubectl('apply', '-k', path.join(bin, '../../deploy/sidecar'), '-n', namespace);
+    // The baseline: the same image's Node binary, idle, with the agent's NODE_OPTIONS.
+    const bare = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'bare-node' },
+      spec: {
+        securityContext: { runAsNonRoot: true, runAsUser: 65532 },
+        containers: [
+          {
+            name: 'node',
+            image: 'config-sync:0.1.0',
+            command: ['/nodejs/bin/node', '-e', 'setInterval(() => {}, 2 ** 30)'],
+            env: [{ name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' }],
+          },
+        ],
+      },
+    };
+    const manifest = path.join(nodeWork, 'bare.json');
+    fs.writeFileSync(manifest, JSON.stringify(bare));
+    await kubectl('apply', '-n', namespace, '-f', manifest);
+    const kc = new KubeConfig();
+    kc.loadFromFile(plane.info.adminKubeconfig);
+    const core = kc.makeApiClient(CoreV1Api);
+    const idOf = (p: V1Pod, name: string) =>
+      [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])]
+        .find((c) => c.name === name)
+        ?.containerID?.replace(/^containerd:\/\//, '');
+    const pods = await waitFor(
+      async () => {
+        const list = (await core.listNamespacedPod({ namespace })).items;
+        const web = list.filter((p) => p.metadata?.labels?.app === 'web');
+        const inSync = (p: V1Pod) =>
+          p.status?.conditions?.some((c) => c.type === 'config-sync.io/InSync' && c.status === 'True');
+        const b = list.find((p) => p.metadata?.name === 'bare-node');
+        return web.length === 2 && web.every(inSync) && b?.status?.phase === 'Running'
+          ? { web, bare: b }
+          : undefined;
+      },
+      { what: 'the example Pods InSync and the bare node Pod Running', timeoutMs: 120_000, intervalMs: 500 },
+    );
+    const agents = pods.web.map((p) => idOf(p, 'config-sync') ?? '');
+    const bareId = idOf(pods.bare, 'node') ?? '';
+
+    // Propagation first, then the idle window (so the window starts quiet).
+    const propagation: number[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      const before = propagation.length;
+      await kubectl(
+        '-n',
+        namespace,
+        'patch',
+        'configmap',
+        'web-config',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ data: { 'app.yaml': `level: ${i}\n` } }),
+      );
+      await waitFor(
+        async () => {
+          const seen: number[] = [];
+          for (const p of pods.web) {
+            const text = await core.readNamespacedPodLog({
+              name: p.metadata?.name ?? '',
+              namespace,
+              container: 'config-sync',
+            });
+            for (const line of text.split('\n'))
+              if (line.includes('"propagated"'))
+                seen.push(Number((JSON.parse(line) as { propagationSeconds: number }).propagationSeconds));
+          }
+          if (seen.length < before + pods.web.length) return undefined;
+          propagation.splice(0, propagation.length, ...seen);
+          return true;
+        },
+        { what: 'both agents to see kubelet propagate', timeoutMs: 60_000, intervalMs: 250 },
+      );
+    }
+
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const cpu0 = [...agents.map(cpuNanos), cpuNanos(bareId)];
+    const t0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+    const elapsed = (performance.now() - t0) / 1000;
+    const cpu1 = [...agents.map(cpuNanos), cpuNanos(bareId)];
+    const pct = (i: number) => (((cpu1[i] as number) - (cpu0[i] as number)) / 1e9 / elapsed) * 100;
+    const agentCpu = agents.map((_, i) => pct(i));
+    const bareCpu = pct(agents.length);
+    const agentMem = agents.map(workingSetMiB);
+    const bareMem = workingSetMiB(bareId);
+    const meanMem = agentMem.reduce((a, b) => a + b, 0) / agentMem.length;
+    const meanCpu = agentCpu.reduce((a, b) => a + b, 0) / agentCpu.length;
+    rows.push({
+      what: `real node: container working set (cgroup), idle`,
+      ours: `${fmt(meanMem)} MiB (${agentMem.map((m) => fmt(m)).join(', ')})`,
+      baseline: `bare node container ${fmt(bareMem)} MiB`,
+      relation: `${signed(meanMem - bareMem)} MiB`,
+      target: '<= bare + 15 MiB (issue 13)',
+      ok: meanMem - bareMem <= 15,
+    });
+    rows.push({
+      what: `real node: container CPU (cgroup), ${Math.round(elapsed)} s idle`,
+      ours: `${fmt(meanCpu, 3)} % of a core`,
+      baseline: `bare node container ${fmt(bareCpu, 3)} %`,
+      relation: `${signed(meanCpu - bareCpu, 3)} points`,
+      target: '<= 0.05 % (issue 13)',
+      ok: meanCpu <= 0.05,
+    });
+    rows.push({
+      what: 'real node: ConfigMap change -> files (kubelet, Watch, syncFrequency 1s), p50 / p99',
+      ours: `${fmt(percentile(propagation, 50) * 1000, 0)} / ${fmt(percentile(propagation, 99) * 1000, 0)} ms`,
+      baseline: 'kubelet itself (not ours)',
+      relation: `${propagation.length} samples`,
+      target: 'reported',
+      ok: true,
+    });
+  } finally {
+    await node?.stop();
+    await plane.stop();
+    fs.rmSync(nodeWork, { recursive: true, force: true });
+  }
 }
 
 await main();

@@ -2,8 +2,10 @@
 // running container's environment) and the stuck kubelet (SIGSTOP), the case no other tool sees
 // because the files simply stay old. Each heals with exactly one rollout restart, and no value
 // of the Secret shows in any log, Event or annotation.
+import fs from 'node:fs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
 import {
   agentLog,
@@ -37,8 +39,37 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
   // --min-restart-interval (5m) would be refused as RateLimited, by design.
   describe('env', () => {
     const ns = useExample('e2e-env');
-    it('a Secret behind an env var changed: EnvStale, one restart, the value nowhere', async () => {
+    it('a Secret behind an env var and a tmpfs volume changed: EnvStale, one restart, the value nowhere', async () => {
+      // The Secret also as a volume, in the app and in the sidecar (which reads what the app reads).
+      const mount = { name: 'secret', mountPath: '/etc/secret', readOnly: true };
+      const patch = [
+        {
+          op: 'add',
+          path: '/spec/template/spec/volumes/-',
+          value: { name: 'secret', secret: { secretName: 'web-secrets' } },
+        },
+        { op: 'add', path: '/spec/template/spec/containers/0/volumeMounts/-', value: mount },
+        { op: 'add', path: '/spec/template/spec/initContainers/0/volumeMounts/-', value: mount },
+      ];
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify(patch),
+      );
+      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
       const before = await webPodsInSync(ns.admin, ns.name, 2);
+      // kubelet keeps Secret volumes in memory: the volume directory is a tmpfs mount.
+      const uid = before[0]?.metadata?.uid ?? '';
+      const volume = `${NODE_BASE}/kubelet/pods/${uid}/volumes/kubernetes.io~secret/secret`;
+      const mountinfo = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+      expect(mountinfo.find((l) => l.split(' ')[4] === volume)).toMatch(/ - tmpfs /);
+
       await kubectl(
         '-n',
         ns.name,
@@ -82,6 +113,47 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         expect(t).not.toContain(NEW_PASSWORD);
         expect(t).not.toContain('change-me');
       }
+    });
+  });
+
+  describe('ConfigMap env', () => {
+    const ns = useExample('e2e-cm-env');
+    it('a ConfigMap key behind an env var changed: EnvStale, one restart', async () => {
+      const env = {
+        name: 'APP_LEVEL',
+        valueFrom: { configMapKeyRef: { name: 'web-config', key: 'app.yaml' } },
+      };
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/env/-', value: env }]),
+      );
+      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      await patchConfig(ns.name, { 'app.yaml': 'level: trace\n' });
+      const healed = await waitFor(
+        async () => {
+          const h = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+          return h.length > 0 ? h : undefined;
+        },
+        { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(healed[0]?.message).toMatch(/EnvStale/);
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      await waitFor(
+        async () => {
+          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
+      );
+      expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
     });
   });
 

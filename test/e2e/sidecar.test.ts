@@ -121,4 +121,53 @@ describeOnNode('deploy/sidecar on a real node', () => {
       expect(rs.trim().split('\n')).toHaveLength(2);
     });
   });
+
+  describe('with the readiness gate', () => {
+    const gated = useExample('e2e-gate');
+    it('a Pod is Ready only once InSync; a subPath change is healed once and the rollout completes', async () => {
+      const patch = [
+        {
+          op: 'add',
+          path: '/spec/template/spec/readinessGates',
+          value: [{ conditionType: 'config-sync.io/InSync' }],
+        },
+      ];
+      await kubectl(
+        '-n',
+        gated.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify(patch),
+      );
+      // rollout status waits for Ready, which the gate holds until the agent writes InSync=True.
+      await kubectl('-n', gated.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const before = await webPodsInSync(gated.admin, gated.name, 2);
+      for (const p of before) {
+        expect(p.spec?.readinessGates).toEqual([{ conditionType: 'config-sync.io/InSync' }]);
+        expect(p.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+      }
+      await patchConfig(gated.name, { 'log.yaml': 'format: gated\n' });
+      await waitFor(
+        async () =>
+          (await eventsOf(gated.admin, gated.name)).some((e) => e.reason === 'Healed') ? true : undefined,
+        { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
+      );
+      await kubectl('-n', gated.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const oldNames = new Set(before.map((p) => p.metadata?.name));
+      const after = await waitFor(
+        async () => {
+          const pods = await webPodsInSync(gated.admin, gated.name, 2, 5_000).catch(() => undefined);
+          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
+        },
+        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
+      );
+      for (const p of after)
+        expect(p.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+      expect((await eventsOf(gated.admin, gated.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
+    });
+  });
 });
