@@ -27,38 +27,42 @@ function openTo(pod: AppPod, owner: { uid: number; gid: number }): void {
   fs.chownSync(pod.env.CONFIG_SYNC_STATE_DIR as string, owner.uid, owner.gid);
 }
 
-describe.skipIf(!isRoot)('the agent as UID 65532 (the test must run as root to hold kubelet’s part)', () => {
-  const ns = useNamespace('unprivileged');
+const title = 'the agent as UID 65532';
+describe.skipIf(!isRoot)(
+  isRoot ? title : `${title} (skipped: the test must run as root to hold kubelet’s part)`,
+  () => {
+    const ns = useNamespace('unprivileged');
 
-  it('a payload directory it may not enter does not cost it its inotify watch', async () => {
-    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
-    openTo(pod, NONROOT);
-    const agent = AgentProcess.start(pod, ['--grace', '30s'], NONROOT);
-    try {
-      await agent.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
+    it('a payload directory it may not enter does not cost it its inotify watch', async () => {
+      const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+      openTo(pod, NONROOT);
+      const agent = AgentProcess.start(pod, ['--grace', '30s'], NONROOT);
+      try {
+        await agent.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
 
-      // kubelet between MkdirTemp (0700) and its chmod, held open for the whole burst.
-      const volume = path.join(pod.mountRoot, 'etc/app');
-      fs.mkdirSync(path.join(volume, '..2026_12_03_00_00_00.4242'), { mode: 0o700 });
-      let last = '';
-      for (let i = 0; i < 20; i++) {
-        last = `level: debug-${i}\n`;
-        await updateConfig(ns.admin, ns.name, { 'app.yaml': last });
-        writeMount(pod.mountRoot, { 'app.yaml': last });
+        // kubelet between MkdirTemp (0700) and its chmod, held open for the whole burst.
+        const volume = path.join(pod.mountRoot, 'etc/app');
+        fs.mkdirSync(path.join(volume, '..2026_12_03_00_00_00.4242'), { mode: 0o700 });
+        let last = '';
+        for (let i = 0; i < 20; i++) {
+          last = `level: debug-${i}\n`;
+          await updateConfig(ns.admin, ns.name, { 'app.yaml': last });
+          writeMount(pod.mountRoot, { 'app.yaml': last });
+        }
+
+        const metrics = await waitFor(
+          async () => {
+            const text = await agent.metrics();
+            const read = fs.readFileSync(path.join(volume, 'app.yaml'), 'utf8');
+            return read === last && sample(text, 'config_sync_in_sync') === 1 ? text : undefined;
+          },
+          { what: 'in sync on the last update' },
+        );
+        expect(sample(metrics, 'config_sync_file_watch_polling')).toBe(0);
+        expect(agent.lines.filter((l) => l.msg.startsWith('inotify refused'))).toEqual([]);
+      } finally {
+        await agent.stop();
       }
-
-      const metrics = await waitFor(
-        async () => {
-          const text = await agent.metrics();
-          const read = fs.readFileSync(path.join(volume, 'app.yaml'), 'utf8');
-          return read === last && sample(text, 'config_sync_in_sync') === 1 ? text : undefined;
-        },
-        { what: 'in sync on the last update' },
-      );
-      expect(sample(metrics, 'config_sync_file_watch_polling')).toBe(0);
-      expect(agent.lines.filter((l) => l.msg.startsWith('inotify refused'))).toEqual([]);
-    } finally {
-      await agent.stop();
-    }
-  });
-});
+    });
+  },
+);
