@@ -146,7 +146,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       );
       expect(healed[0]?.message).toMatch(/EnvStale/);
       const oldNames = new Set(before.map((p) => p.metadata?.name));
-      await waitFor(
+      const after = await waitFor(
         async () => {
           const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
           return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
@@ -154,6 +154,13 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
       );
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
+      // A ConfigMap value is no more to be shown than a Secret's: hashes, keys and sizes only.
+      const texts = [JSON.stringify(await eventsOf(ns.admin, ns.name))];
+      for (const p of after) {
+        texts.push(JSON.stringify(await agentLog(ns.name, p.metadata?.name ?? '')));
+        texts.push(JSON.stringify(p.metadata?.annotations ?? {}));
+      }
+      for (const t of texts) expect(t).not.toContain('level: trace');
     });
   });
 
