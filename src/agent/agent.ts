@@ -28,7 +28,7 @@ import {
   triggerReload,
 } from '../heal/reload.ts';
 import { resourcePath } from '../kube/resources.ts';
-import { readSource } from '../kube/sources.ts';
+import { readSource } from '../watch/read-source.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';

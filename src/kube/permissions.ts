@@ -8,8 +8,7 @@
 // own Pod or ReplicaSet, whose names change with every rollout, nor for `create events`, which
 // cannot name an object that does not exist yet. Patching only its *own* Pod is enforced by the
 // ValidatingAdmissionPolicy in deploy/sidecar instead (RBAC cannot express it).
-import type { SourceRef } from '../discover/targets.ts';
-import { SOURCE_RESOURCE, WORKLOAD_RESOURCE, type WorkloadKind } from './resources.ts';
+import { SOURCE_RESOURCE, type SourceRef, WORKLOAD_RESOURCE, type WorkloadKind } from './resources.ts';
 
 export type { WorkloadKind };
 

@@ -1,6 +1,12 @@
 // The API resource (plural) behind each kind config-sync reads or restarts: one table, used for
 // RBAC rules, SelfSubjectAccessReviews, request paths and error messages alike.
-import type { SourceKind } from '../discover/targets.ts';
+/** The sources config-sync compares files against. */
+export type SourceKind = 'ConfigMap' | 'Secret';
+
+export interface SourceRef {
+  readonly kind: SourceKind;
+  readonly name: string;
+}
 
 export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
 

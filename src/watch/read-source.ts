@@ -1,12 +1,12 @@
 // Reads the referenced ConfigMaps and Secrets from the API, once each, into SourceStates (digests
-// only). Used by one-shot commands and for the agent's initial list; the agent then follows
+// only). In watch/, beside the watches that keep the same states current, not in kube/: it
+// turns API objects into verify's SourceState, and kube/ stays the ground floor. Used by one-shot commands and for the agent's initial list; the agent then follows
 // changes through watches (src/watch/api-watch.ts).
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import type { SourceRef } from '../discover/targets.ts';
+import { explainApiError } from '../kube/api-errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { resourcePath, SOURCE_RESOURCE, type SourceRef } from '../kube/resources.ts';
 import { type SourceState, snapshotSource } from '../verify/source.ts';
-import { explainApiError } from './api-errors.ts';
-import type { KubeClient } from './client.ts';
-import { resourcePath, SOURCE_RESOURCE } from './resources.ts';
 
 export async function readSource(
   client: KubeClient,

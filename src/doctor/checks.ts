@@ -1,5 +1,5 @@
 // The checks behind `config-sync doctor`: everything it asks the API, gathered into one plain
-// report (formatted by src/cli/doctor-format.ts). Each check that fails becomes a problem in the
+// report (formatted by src/doctor/format.ts). Each check that fails becomes a problem in the
 // report instead of an exception, so one run shows everything wrong at once.
 import type {
   V1Pod,
@@ -11,11 +11,11 @@ import type {
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
 import { controllerOf } from '../heal/owner.ts';
-import { type ApiRequest, describeRequest, explainApiError } from './api-errors.ts';
-import type { KubeClient } from './client.ts';
-import { type AccessNeed, requiredAccess, type WorkloadKind } from './permissions.ts';
-import { resourcePath } from './resources.ts';
-import type { Scope, Sourced } from './scope.ts';
+import { type ApiRequest, describeRequest, explainApiError } from '../kube/api-errors.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { type AccessNeed, requiredAccess, type WorkloadKind } from '../kube/permissions.ts';
+import { resourcePath } from '../kube/resources.ts';
+import type { Scope, Sourced } from '../kube/scope.ts';
 
 export interface Problem {
   readonly code: string;

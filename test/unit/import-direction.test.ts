@@ -1,0 +1,46 @@
+// The direction of imports in src/ (docs/architecture.md, "Layers"): kube/ is the ground floor,
+// importing only errors.ts and its own files, so that API access never depends on what is built
+// on it. A lint of the real tree, and proof that the lint sees a violation.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const src = path.resolve(import.meta.dirname, '../../src');
+
+/** Relative imports of every .ts file in `dir` that leave it, except those `allowed` (paths from src/). */
+function importsLeaving(dir: string, allowed: readonly string[], root = src): string[] {
+  const found: string[] = [];
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    const text = fs.readFileSync(path.join(dir, file), 'utf8');
+    for (const m of text.matchAll(/^(?:import|export)[^'"]*from\s+['"](\.[^'"]+)['"]/gm)) {
+      const target = path.relative(root, path.resolve(dir, m[1] as string));
+      const inside = path.dirname(target) === path.relative(root, dir);
+      if (!inside && !allowed.includes(target))
+        found.push(`${path.relative(root, path.join(dir, file))} -> ${target}`);
+    }
+  }
+  return found;
+}
+
+describe('import direction', () => {
+  it('kube/ imports only errors.ts and its own files', () => {
+    expect(importsLeaving(path.join(src, 'kube'), ['errors.ts'])).toEqual([]);
+  });
+
+  it('the check sees an upward import (a file of kube/ importing verify/)', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'imports-'));
+    try {
+      fs.mkdirSync(path.join(root, 'kube'));
+      fs.writeFileSync(
+        path.join(root, 'kube/x.ts'),
+        "import { a } from './y.ts';\nimport { b } from '../errors.ts';\nimport type { C } from '../verify/source.ts';\n",
+      );
+      expect(importsLeaving(path.join(root, 'kube'), ['errors.ts'], root)).toEqual([
+        'kube/x.ts -> verify/source.ts',
+      ]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
