@@ -28,7 +28,6 @@ import {
   triggerReload,
 } from '../heal/reload.ts';
 import { resourcePath } from '../kube/resources.ts';
-import { readSource } from '../watch/read-source.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
@@ -36,6 +35,7 @@ import { refKey, type SourceState, sameView, viewVersion } from '../verify/sourc
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
+import { readSource } from '../watch/read-source.ts';
 import { DATA_LINK, readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
 import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';

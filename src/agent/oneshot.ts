@@ -3,10 +3,10 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { findOwner, readWorkload } from '../heal/owner.ts';
 import { ANNOTATION, type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
-import { readSource } from '../watch/read-source.ts';
 import { configVersion, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
+import { readSource } from '../watch/read-source.ts';
 import { readVolume } from '../watch/read-volume.ts';
 import { verifyPass } from './pass.ts';
 import type { Runtime } from './runtime.ts';

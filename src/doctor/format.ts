@@ -1,10 +1,10 @@
 // Formats a DoctorReport for a person (text) or a script (json). Pure. The first line is always a
 // one-line verdict, so `config-sync doctor | head -1` is a diagnosis.
 import { stringify } from 'yaml';
-import type { CheckedNeed, DoctorReport } from './checks.ts';
+import type { SettingValue } from '../cli/settings.ts';
 import { roleAndBinding, subjectFor } from '../kube/permissions.ts';
 import type { Sourced } from '../kube/scope.ts';
-import type { SettingValue } from '../cli/settings.ts';
+import type { CheckedNeed, DoctorReport } from './checks.ts';
 
 export function summaryLine(report: DoctorReport): string {
   const [first, ...rest] = report.problems;

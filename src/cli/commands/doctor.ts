@@ -1,10 +1,10 @@
 import { parseWatchSpec } from '../../discover/watch-spec.ts';
+import { type DoctorReport, type Problem, problemOf, runDoctorChecks } from '../../doctor/checks.ts';
+import { formatJson, formatText } from '../../doctor/format.ts';
 import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { createKubeClient } from '../../kube/client.ts';
-import { type DoctorReport, type Problem, problemOf, runDoctorChecks } from '../../doctor/checks.ts';
 import { resolveScope, type Scope } from '../../kube/scope.ts';
 import { gatherScopeFacts } from '../../kube/scope-facts.ts';
-import { formatJson, formatText } from '../../doctor/format.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
 import {
