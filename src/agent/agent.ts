@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { findOwner, readWorkload } from '../heal/owner.ts';
-import { ANNOTATION, type OwnerState, type Plan, type WorkloadKind } from '../heal/planner.ts';
+import type { OwnerState, Plan, WorkloadKind } from '../heal/planner.ts';
 import {
   appStartedBeforeSwap,
   type ConfigSteadiness,
@@ -27,6 +27,7 @@ import {
   shouldReload,
   triggerReload,
 } from '../heal/reload.ts';
+import { ANNOTATION } from '../kube/annotations.ts';
 import { resourcePath } from '../kube/resources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';

@@ -2,7 +2,8 @@
 // owner and plan. Stateless: the grace window is measured from the API's own change time.
 import type { V1Pod } from '@kubernetes/client-node';
 import { findOwner, readWorkload } from '../heal/owner.ts';
-import { ANNOTATION, type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
+import { type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
+import { ANNOTATION } from '../kube/annotations.ts';
 import { configVersion, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';

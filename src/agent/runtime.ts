@@ -14,8 +14,9 @@ import {
 } from '../discover/targets.ts';
 import { parseWatchSpec } from '../discover/watch-spec.ts';
 import { ConfigSyncError } from '../errors.ts';
-import { ANNOTATION, type HealPolicy } from '../heal/planner.ts';
+import type { HealPolicy } from '../heal/planner.ts';
 import type { ReloadTrigger } from '../heal/reload.ts';
+import { ANNOTATION } from '../kube/annotations.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { isObjectName } from '../kube/names.ts';

@@ -1,9 +1,11 @@
 // Carries out a Plan: the restart patch and the Events. Decides nothing: a conflict is returned
 // for the caller to re-read and re-plan (controller-runtime style), never retried blindly.
+
+import { ANNOTATION } from '../kube/annotations.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { resourcePath, WORKLOAD_RESOURCE } from '../kube/resources.ts';
-import { ANNOTATION, type Plan } from './planner.ts';
+import type { Plan } from './planner.ts';
 
 export type RestartOutcome = 'restarted' | 'conflict';
 

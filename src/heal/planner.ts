@@ -5,17 +5,10 @@ import type { Verdict } from '../verify/verdict.ts';
 
 export type HealMode = 'restart' | 'alert-only';
 
+import { ANNOTATION } from '../kube/annotations.ts';
 import type { WorkloadKind } from '../kube/resources.ts';
 
 export type { WorkloadKind };
-
-export const ANNOTATION = {
-  configHash: 'config-sync.io/config-hash',
-  restartedAt: 'kubectl.kubernetes.io/restartedAt',
-  lastConfigSync: 'config-sync.io/last-config-sync',
-  matchedVersions: 'config-sync.io/matched-versions',
-  envBaseline: 'config-sync.io/env-baseline',
-} as const;
 
 export interface WorkloadState {
   readonly kind: WorkloadKind;

@@ -2,12 +2,10 @@
 // a readiness gate) and the `config-sync.io/last-config-sync` annotation with the matched
 // resourceVersions. The agent calls it on a transition and at a bounded heartbeat, not on every
 // pass (status writes are API load on every pod).
-import { ANNOTATION } from '../heal/planner.ts';
+import { ANNOTATION, CONDITION_TYPE } from '../kube/annotations.ts';
 import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { resourcePath } from '../kube/resources.ts';
-
-export const CONDITION_TYPE = 'config-sync.io/InSync';
 
 export interface PodStatusUpdate {
   readonly inSync: boolean;

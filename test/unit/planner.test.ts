@@ -1,6 +1,7 @@
 // The heal planner: every decision step, with the reasons a person reads in heal --dry-run.
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION, type OwnerState, type PlanInput, planHeal } from '../../src/heal/planner.ts';
+import { type OwnerState, type PlanInput, planHeal } from '../../src/heal/planner.ts';
+import { ANNOTATION } from '../../src/kube/annotations.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
 
 const NOW = Date.parse('2026-12-02T10:00:00Z');

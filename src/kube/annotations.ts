@@ -1,0 +1,17 @@
+// Every annotation and condition name config-sync reads or writes, in one place: what users
+// alert on and select by, and what the admission policies in deploy/sidecar/rbac allow.
+export const ANNOTATION = {
+  /** On the workload's Pod template: the config version it was last restarted for (dedupe). */
+  configHash: 'config-sync.io/config-hash',
+  /** On the workload's Pod template: what `kubectl rollout restart` writes. */
+  restartedAt: 'kubectl.kubernetes.io/restartedAt',
+  /** On the Pod: the time of the last verified match. */
+  lastConfigSync: 'config-sync.io/last-config-sync',
+  /** On the Pod: the source versions that match was made on. */
+  matchedVersions: 'config-sync.io/matched-versions',
+  /** On the Pod: the env digests the app container started with (keyed). */
+  envBaseline: 'config-sync.io/env-baseline',
+} as const;
+
+/** The Pod condition the agent writes (usable as a readiness gate). */
+export const CONDITION_TYPE = 'config-sync.io/InSync';
