@@ -30,6 +30,7 @@ import {
 import { ANNOTATION } from '../kube/annotations.ts';
 import { resourcePath } from '../kube/resources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
+import { statusToWrite, type WrittenStatus } from '../status/condition.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
 import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
@@ -119,9 +120,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // holds when it and the agent did not start together (container-view.ts).
   const agentStartedAt = Date.now() - process.uptime() * 1000;
   let starts = containerStarts(rt.pod, agentStartedAt);
-  let status:
-    | { inSync: boolean; reason: string; writtenAt: number; transitionAt: Date; matched: string | undefined }
-    | undefined;
+  let status: WrittenStatus | undefined;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
     : undefined;
@@ -354,43 +353,18 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // (4)
   async function writeStatus(verdicts: readonly Verdict[], now: number): Promise<void> {
     if (!podRef) return;
-    // Propagating counts as in sync for the condition: a readiness gate must not take every
-    // replica out at once during a normal config rollout. Unknown (API unreadable) leaves the
-    // condition as it was, for the same reason.
-    if (verdicts.some((v) => v.state === 'Unknown')) return;
-    const bad = verdicts.find((v) => v.state === 'Drifted' || v.state === 'Missing');
-    const inSync = !bad;
-    const propagating = verdicts.some((v) => v.state === 'Propagating');
-    const reason = bad ? bad.reason : propagating ? 'Propagating' : 'InSync';
-    const allMatch = verdicts.every((v) => v.state === 'InSync');
-    const matched = allMatch
-      ? rt.sources
-          .map((ref) => {
-            const s = lookup(ref);
-            return s?.state === 'present' ? `${refKey(ref)}@${s.snapshot.resourceVersion}` : undefined;
-          })
-          .filter(Boolean)
-          .join(',')
-      : undefined;
-    const transition = !status || status.inSync !== inSync || status.reason !== reason;
-    // A match on new versions is a new verified sync even without a transition (the API change
-    // and kubelet's files seen in one pass): last-config-sync must name the versions it matched.
-    const newMatch = matched !== undefined && matched !== status?.matched;
-    if (!transition && !newMatch && now - (status?.writtenAt ?? 0) < options.heartbeatMs) return;
-    const transitionAt = !status || status.inSync !== inSync ? new Date(now) : status.transitionAt;
+    const versions = rt.sources
+      .map((ref) => {
+        const s = lookup(ref);
+        return s?.state === 'present' ? `${refKey(ref)}@${s.snapshot.resourceVersion}` : undefined;
+      })
+      .filter(Boolean)
+      .join(',');
+    const write = statusToWrite(verdicts, versions, status, now, options.heartbeatMs);
+    if (!write) return;
     try {
-      await writePodStatus(rt.client, rt.namespace, podRef.name, {
-        inSync,
-        reason,
-        message: bad
-          ? `${bad.target}: ${bad.message}`
-          : propagating
-            ? 'propagating within grace'
-            : 'every target matches the API',
-        lastTransitionTime: transitionAt,
-        ...(matched !== undefined ? { lastConfigSync: new Date(now), matchedVersions: matched } : {}),
-      });
-      status = { inSync, reason, writtenAt: now, transitionAt, matched: matched ?? status?.matched };
+      await writePodStatus(rt.client, rt.namespace, podRef.name, write.update);
+      status = write.written;
     } catch (error) {
       log.warn(
         { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
