@@ -27,6 +27,13 @@ import {
   shouldReload,
   triggerReload,
 } from '../heal/reload.ts';
+import {
+  actionKey,
+  type HealReport,
+  planReport,
+  type RestartOutcome,
+  restartReport,
+} from '../heal/report.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import { resourcePath } from '../kube/resources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
@@ -158,6 +165,13 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
   }
 
+  /** Performs a heal report (heal/report.ts): the metric, the log line, the Event. */
+  async function tell(report: HealReport): Promise<void> {
+    metrics.heals.inc(report.metric);
+    log[report.log.level](report.log.fields, report.log.msg);
+    if (report.event) await event(report.event.reason, report.event.message, report.event.type);
+  }
+
   // (3)
   async function act(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }> {
     let plan: Plan;
@@ -176,65 +190,26 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       }
       return {};
     }
-    const key = `${plan.decision}:${plan.alert ?? ''}:${plan.configHash}`;
+    const key = actionKey(plan);
+    const repeated = key === lastActionKey;
     if (plan.decision === 'restart') {
+      let outcome: RestartOutcome;
       try {
-        const outcome = await restartWorkload(rt.client, rt.namespace, plan, new Date(now));
-        metrics.heals.inc({ action: 'restart', result: outcome === 'restarted' ? 'ok' : 'conflict' });
-        if (outcome === 'conflict') {
-          log.info({ workload: plan.workload }, 'workload changed while planning (409): re-reading');
-          wakeup.wake();
-          return {};
-        }
-        lastActionKey = key;
-        log.info(
-          {
-            decision: 'restart',
-            workload: plan.workload,
-            configHash: plan.configHash,
-            reasons: plan.reasons,
-          },
-          'restarted workload',
-        );
-        await event(
-          'Healed',
-          `restarted ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.reasons[0]}`,
-          'Normal',
-        );
+        outcome = { type: await restartWorkload(rt.client, rt.namespace, plan, new Date(now)) };
       } catch (error) {
-        metrics.heals.inc({ action: 'restart', result: 'failed' });
-        log.error(
-          { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
-          (error as Error).message,
-        );
-        if (key !== lastActionKey) await event('HealFailed', (error as Error).message, 'Warning');
-        lastActionKey = key;
+        outcome = { type: 'failed', error: error as Error };
       }
+      await tell(restartReport(plan, outcome, repeated));
+      if (outcome.type === 'conflict') {
+        wakeup.wake();
+        return {};
+      }
+      lastActionKey = key;
       return {};
     }
-    if (key === lastActionKey) return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
+    const report = planReport(plan, repeated);
     lastActionKey = key;
-    if (plan.decision === 'deduped') {
-      metrics.heals.inc({ action: 'deduped', result: 'ok' });
-      log.info(
-        { decision: 'deduped', workload: plan.workload, configHash: plan.configHash, reasons: plan.reasons },
-        'a sibling already restarted the workload',
-      );
-      await event('Deduped', plan.reasons.at(-1) ?? '', 'Normal');
-    } else if (plan.decision === 'alert') {
-      metrics.heals.inc({ action: 'alert', result: plan.alert ?? 'unknown' });
-      log.warn(
-        { decision: 'alert', alert: plan.alert, reasons: plan.reasons },
-        `not restarting: ${plan.alert}`,
-      );
-      const reason: EventReason =
-        plan.alert === 'CircuitOpen'
-          ? 'CircuitOpen'
-          : plan.alert === 'SourceMissing'
-            ? 'SourceMissing'
-            : 'Drifted';
-      await event(reason, plan.reasons.join('; '), 'Warning');
-    }
+    if (report) await tell(report);
     return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
   }
 

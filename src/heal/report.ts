@@ -1,0 +1,108 @@
+// What the agent tells about a heal plan once it is carried out: the metric, the log line and
+// the Event, and when it says it at all. Pure: the agent performs it.
+//
+// Steps:
+//  (1) a plan's key is its decision, its alert and the config it is for: the same key again is
+//      the same news, and is not told twice (a persistent drift is re-planned every pass);
+//  (2) a restart is told by its outcome: restarted -> Healed; a 409 (the workload changed while
+//      planning) -> a log line only, the agent re-reads and plans again; failed -> HealFailed,
+//      whose Event is not repeated for the same key;
+//  (3) deduped and alert plans are told once per key; an alert's Event reason names what kept
+//      the agent from restarting (CircuitOpen, SourceMissing) or is Drifted;
+//  (4) a plan with nothing to do tells nothing.
+import type { EventReason } from './executor.ts';
+import type { Plan } from './planner.ts';
+
+export interface HealReport {
+  readonly metric: { readonly action: string; readonly result: string };
+  readonly log: { readonly level: 'info' | 'warn' | 'error'; readonly msg: string; readonly fields: object };
+  readonly event?: {
+    readonly reason: EventReason;
+    readonly message: string;
+    readonly type: 'Normal' | 'Warning';
+  };
+}
+
+export type RestartOutcome = { type: 'restarted' } | { type: 'conflict' } | { type: 'failed'; error: Error };
+
+// (1)
+export function actionKey(plan: Plan): string {
+  return `${plan.decision}:${plan.alert ?? ''}:${plan.configHash}`;
+}
+
+/** (2) How a restart went, told; `repeated`: the last plan told had the same key. */
+export function restartReport(plan: Plan, outcome: RestartOutcome, repeated: boolean): HealReport {
+  if (outcome.type === 'conflict')
+    return {
+      metric: { action: 'restart', result: 'conflict' },
+      log: {
+        level: 'info',
+        msg: 'workload changed while planning (409): re-reading',
+        fields: { workload: plan.workload },
+      },
+    };
+  if (outcome.type === 'failed') {
+    const e = outcome.error as Error & { code?: string; hint?: string };
+    return {
+      metric: { action: 'restart', result: 'failed' },
+      log: { level: 'error', msg: e.message, fields: { code: e.code, hint: e.hint } },
+      ...(repeated ? {} : { event: { reason: 'HealFailed', message: e.message, type: 'Warning' } }),
+    };
+  }
+  return {
+    metric: { action: 'restart', result: 'ok' },
+    log: {
+      level: 'info',
+      msg: 'restarted workload',
+      fields: {
+        decision: 'restart',
+        workload: plan.workload,
+        configHash: plan.configHash,
+        reasons: plan.reasons,
+      },
+    },
+    event: {
+      reason: 'Healed',
+      message: `restarted ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.reasons[0]}`,
+      type: 'Normal',
+    },
+  };
+}
+
+/** (3) and (4): a plan that restarts nothing, told once per key. */
+export function planReport(plan: Plan, repeated: boolean): HealReport | undefined {
+  if (repeated) return undefined;
+  if (plan.decision === 'deduped')
+    return {
+      metric: { action: 'deduped', result: 'ok' },
+      log: {
+        level: 'info',
+        msg: 'a sibling already restarted the workload',
+        fields: {
+          decision: 'deduped',
+          workload: plan.workload,
+          configHash: plan.configHash,
+          reasons: plan.reasons,
+        },
+      },
+      event: { reason: 'Deduped', message: plan.reasons.at(-1) ?? '', type: 'Normal' },
+    };
+  if (plan.decision === 'alert') {
+    const reason: EventReason =
+      plan.alert === 'CircuitOpen'
+        ? 'CircuitOpen'
+        : plan.alert === 'SourceMissing'
+          ? 'SourceMissing'
+          : 'Drifted';
+    return {
+      metric: { action: 'alert', result: plan.alert ?? 'unknown' },
+      log: {
+        level: 'warn',
+        msg: `not restarting: ${plan.alert}`,
+        fields: { decision: 'alert', alert: plan.alert, reasons: plan.reasons },
+      },
+      event: { reason, message: plan.reasons.join('; '), type: 'Warning' },
+    };
+  }
+  return undefined;
+}

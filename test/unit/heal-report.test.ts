@@ -1,0 +1,77 @@
+// What the agent tells about a heal plan (src/heal/report.ts): the metric, the log line, the
+// Event, and that the same news is not told twice.
+import { describe, expect, it } from 'vitest';
+import type { Plan } from '../../src/heal/planner.ts';
+import { actionKey, planReport, restartReport } from '../../src/heal/report.ts';
+
+const plan = (p: Partial<Plan>): Plan =>
+  ({
+    decision: 'restart',
+    configHash: 'c0ffee',
+    reasons: ['app:/etc/log.yaml: SubPathStale: ...', 'restart Deployment web'],
+    workload: { kind: 'Deployment', name: 'web', resourceVersion: '7', templateAnnotations: {} },
+    ...p,
+  }) as Plan;
+
+describe('actionKey', () => {
+  it('is the decision, the alert and the config', () => {
+    expect(actionKey(plan({}))).toBe('restart::c0ffee');
+    expect(actionKey(plan({ decision: 'alert', alert: 'RateLimited' } as Partial<Plan>))).toBe(
+      'alert:RateLimited:c0ffee',
+    );
+  });
+});
+
+describe('restartReport', () => {
+  it('restarted: ok, the log line operators grep for, and a Healed Event naming the workload and the first reason', () => {
+    const r = restartReport(plan({}), { type: 'restarted' }, false);
+    expect(r.metric).toEqual({ action: 'restart', result: 'ok' });
+    expect(r.log).toMatchObject({ level: 'info', msg: 'restarted workload' });
+    expect(r.event).toEqual({
+      reason: 'Healed',
+      message: 'restarted Deployment web for config c0ffee: app:/etc/log.yaml: SubPathStale: ...',
+      type: 'Normal',
+    });
+  });
+  it('a 409: counted as a conflict, logged, no Event (the agent plans again)', () => {
+    const r = restartReport(plan({}), { type: 'conflict' }, false);
+    expect(r.metric.result).toBe('conflict');
+    expect(r.event).toBeUndefined();
+  });
+  it('failed: HealFailed with the error, but not again for the same key', () => {
+    const error = Object.assign(new Error('patch refused'), { code: 'CS_API_FORBIDDEN' });
+    expect(restartReport(plan({}), { type: 'failed', error }, false).event).toEqual({
+      reason: 'HealFailed',
+      message: 'patch refused',
+      type: 'Warning',
+    });
+    const again = restartReport(plan({}), { type: 'failed', error }, true);
+    expect(again.event).toBeUndefined();
+    expect(again.metric.result).toBe('failed'); // every failure still counts
+  });
+});
+
+describe('planReport', () => {
+  it('deduped: a Deduped Event with the last reason, once', () => {
+    const p = plan({ decision: 'deduped', reasons: ['x', 'Deployment web was already restarted'] });
+    expect(planReport(p, false)?.event).toEqual({
+      reason: 'Deduped',
+      message: 'Deployment web was already restarted',
+      type: 'Normal',
+    });
+    expect(planReport(p, true)).toBeUndefined();
+  });
+  it('alert: the Event reason names what kept it from restarting, else Drifted', () => {
+    const alert = (a: string) => planReport(plan({ decision: 'alert', alert: a } as Partial<Plan>), false);
+    expect(alert('CircuitOpen')?.event?.reason).toBe('CircuitOpen');
+    expect(alert('SourceMissing')?.event?.reason).toBe('SourceMissing');
+    expect(alert('AlertOnly')?.event?.reason).toBe('Drifted');
+    expect(alert('AlertOnly')?.metric).toEqual({ action: 'alert', result: 'AlertOnly' });
+    expect(alert('AlertOnly')?.event?.message).toBe(
+      'app:/etc/log.yaml: SubPathStale: ...; restart Deployment web',
+    );
+  });
+  it('nothing to do: nothing told', () => {
+    expect(planReport(plan({ decision: 'none' }), false)).toBeUndefined();
+  });
+});
