@@ -49,6 +49,7 @@ import { DATA_LINK, readVolume } from '../watch/read-volume.ts';
 import { planFor, resolveOwner } from './oneshot.ts';
 import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';
 import { type Runtime, writeEnvBaselines } from './runtime.ts';
+import { verdictNews } from './verdict-changes.ts';
 
 export interface AgentOptions {
   readonly resyncMs: number;
@@ -112,7 +113,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
   let ready = false;
   let lastPassAt = clock();
-  const lastVerdict = new Map<string, string>();
+  let lastVerdict = new Map<string, string>();
   let lastActionKey = '';
   let loadedHash: string | undefined;
   let confirmReload: string | undefined;
@@ -481,16 +482,13 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
 
     // (2)
+    const { news, told } = verdictNews(lastVerdict, pass.verdicts);
+    lastVerdict = told;
+    for (const { verdict: v, level, event: drifted } of news) {
+      log[level]({ target: v.target, state: v.state, reason: v.reason, mismatches: v.mismatches }, v.message);
+      if (drifted) await event('Drifted', drifted, 'Warning');
+    }
     for (const v of pass.verdicts) {
-      const key = `${v.state}:${v.reason}`;
-      if (lastVerdict.get(v.target) !== key) {
-        lastVerdict.set(v.target, key);
-        const line = { target: v.target, state: v.state, reason: v.reason, mismatches: v.mismatches };
-        if (v.state === 'Drifted' || v.state === 'Missing') {
-          log.warn(line, v.message);
-          if (v.reason !== 'SourceMissing') await event('Drifted', `${v.target}: ${v.message}`, 'Warning');
-        } else log.info(line, v.message);
-      }
       if (v.propagationSeconds !== undefined) {
         metrics.propagation.observe(v.propagationSeconds);
         log.info({ target: v.target, propagationSeconds: v.propagationSeconds }, 'propagated');
