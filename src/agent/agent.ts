@@ -19,14 +19,17 @@ import { referencedSources, type SourceRef, targetSources } from '../discover/ta
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { findOwner, readWorkload } from '../heal/owner.ts';
 import type { OwnerState, Plan, WorkloadKind } from '../heal/planner.ts';
+import { appStartedBeforeSwap, type ReloadTrigger, triggerReload } from '../heal/reload.ts';
 import {
-  appStartedBeforeSwap,
-  type ConfigSteadiness,
-  type ReloadTrigger,
-  reloadTiming,
-  shouldReload,
-  triggerReload,
-} from '../heal/reload.ts';
+  BEFORE_THE_AGENT,
+  fallbackCarriedOut,
+  INITIAL_RELOAD_STATE,
+  nextReloadStep,
+  type ReloadState,
+  reloaded,
+  reloadFailed,
+  seeConfig,
+} from '../heal/reload-state.ts';
 import {
   actionKey,
   type HealReport,
@@ -115,15 +118,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastPassAt = clock();
   let lastVerdict = new Map<string, string>();
   let lastActionKey = '';
-  let loadedHash: string | undefined;
-  let confirmReload: string | undefined;
-  /** Reload mode: how long the config has stood, for reloadTiming. */
-  // How long the config stood before the agent started is unknown: taken as long, so the first
-  // change the agent sees is reloaded at once.
-  let steadiness: ConfigSteadiness = { since: Number.NEGATIVE_INFINITY, previousStableMs: undefined };
-  let steadyHash: string | undefined;
-  /** A reload that failed, for that config: the fallback is owed until it is carried out. */
-  let reloadFailure: { config: string; message: string; fallbackOwed: boolean } | undefined;
+  /** Reload mode's memory (heal/reload-state.ts). */
+  let reload: ReloadState = INITIAL_RELOAD_STATE;
   // When the containers started: for env and subPath targets, the app's start decides what it
   // holds when it and the agent did not start together (container-view.ts).
   const agentStartedAt = Date.now() - process.uptime() * 1000;
@@ -225,41 +221,38 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     now: number,
   ): Promise<{ retryAt?: number }> {
     const current = configHash(lookup, rt.sources);
-    if (loadedHash === undefined) {
+    if (reload.loaded === undefined) {
       // The app is taken to have loaded the files as they are now, unless its container started
       // before their last swap: then they changed while no agent watched, and one reload is owed.
       const owed = volumesSwappedAfterAppStart();
       if (owed.length === 0) {
-        loadedHash = current;
+        reload = { ...reload, loaded: current };
         return {};
       }
       log.info(
         { targets: owed },
         'the files changed after the app started, while no agent watched: reloading once',
       );
-      loadedHash = 'before the agent started';
+      reload = { ...reload, loaded: BEFORE_THE_AGENT };
     }
-    if (!shouldReload(verdicts, loadedHash, current)) return {};
-    if (reloadFailure?.config === current) {
-      return reloadFailure.fallbackOwed ? fallBack(reloadFailure.message, verdicts, now) : {};
-    }
-    const when = reloadTiming(steadiness, now, rt.reloadSettleMs);
-    if ('at' in when) return { retryAt: when.at };
+    const step = nextReloadStep(reload, verdicts, current, now, rt.reloadSettleMs);
+    if (step.type === 'none') return {};
+    if (step.type === 'wait') return { retryAt: step.at };
+    if (step.type === 'fallback') return fallBack(step.message, verdicts, now);
     try {
       const how = await triggerReload(trigger, signal);
-      loadedHash = current;
+      reload = reloaded(reload, current);
       metrics.heals.inc({ action: 'reload', result: 'ok' });
       const shown = configVersion(lookup, rt.sources);
       log.info({ decision: 'reload', how, configHash: shown }, 'reloaded the app');
       await event('Reloaded', `${how}, for config ${shown}`, 'Normal');
       // Confirm at once: the next pass re-verifies the files the app was told to load. If they
       // changed meanwhile, that pass sees it and the usual flow (propagation, reload, fallback) follows.
-      confirmReload = current;
       wakeup.wake();
       return {};
     } catch (error) {
       const message = (error as Error).message;
-      reloadFailure = { config: current, message, fallbackOwed: true };
+      reload = reloadFailed(reload, current, message);
       metrics.heals.inc({ action: 'reload', result: 'failed' });
       log.warn(
         { decision: 'reload', configHash: configVersion(lookup, rt.sources), error: message },
@@ -315,7 +308,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       if (corrected) wakeup.wake();
       return corrected ? {} : { retryAt: now + FALLBACK_RETRY_MS };
     }
-    if (reloadFailure) reloadFailure.fallbackOwed = false;
+    reload = fallbackCarriedOut(reload);
     const failed: Verdict = {
       target: 'reload',
       state: 'Drifted',
@@ -441,9 +434,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const first = runPass(lookup, now);
     if (rt.reload) {
       const hash = configHash(lookup, rt.sources);
-      if (steadyHash !== undefined && hash !== steadyHash)
-        steadiness = { since: now, previousStableMs: now - steadiness.since };
-      steadyHash = hash;
+      reload = seeConfig(reload, hash, now);
     }
     metrics.duration.observe((performance.now() - t0) / 1000);
     const pass = await confirmView(first, now);
@@ -495,8 +486,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       }
     }
 
-    if (confirmReload !== undefined) {
-      const still = allInSync && configHash(lookup, rt.sources) === confirmReload;
+    if (reload.confirming !== undefined) {
+      const still = allInSync && configHash(lookup, rt.sources) === reload.confirming;
       const shown = configVersion(lookup, rt.sources);
       if (still)
         log.info(
@@ -505,7 +496,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         );
       else
         log.warn({ configHash: shown }, 'the files changed while the app reloaded: following the new change');
-      confirmReload = undefined;
+      reload = { ...reload, confirming: undefined };
     }
     let retryAt: number | undefined;
     if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now));
