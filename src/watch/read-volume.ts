@@ -69,9 +69,7 @@ function digestFile(file: string): KeyDigest | 'missing' {
   }
 }
 
-export interface ReadVolumeResult extends VolumeObservation {
-  readonly dataVersion?: string;
-}
+export type ReadVolumeResult = VolumeObservation;
 
 /**
  * `dir` is where the target is mounted in the agent's view; `expectedPaths` are relative to it.
@@ -97,13 +95,7 @@ export function readVolume(dir: string, expectedPaths: Iterable<string>, subPath
     // kubelet reserves names starting with `..`; anything else that is not expected is a key the
     // API no longer has but the disk still shows.
     const extras = entries.filter((e) => !e.startsWith('..') && !expectedTop.has(e)).sort();
-    let dataVersion: string | undefined;
-    try {
-      dataVersion = fs.readlinkSync(path.join(dir, DATA_LINK));
-    } catch {
-      dataVersion = undefined;
-    }
-    return { files, extras, ...(dataVersion ? { dataVersion } : {}) };
+    return { files, extras };
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     const why = e.code === 'ENOTREGULAR' ? e.message : `cannot read ${dir}: ${e.code ?? e.message}`;
