@@ -4,7 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Target } from '../discover/targets.ts';
 import { containerView } from '../verify/container-view.ts';
-import { expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
+import { type Expectation, expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
 import { decide, type TargetMemory, targetId, type Verdict, type VerifyPolicy } from '../verify/verdict.ts';
 import type { ReadVolumeResult } from '../watch/read-volume.ts';
 
@@ -44,8 +44,13 @@ export function isDrift(verdict: Verdict): boolean {
   return verdict.state === 'Drifted' || verdict.state === 'Missing';
 }
 
-function viewOf(starts: ContainerStarts | undefined, container: string, versionSince: number | undefined) {
-  return containerView(starts?.byContainer[container], starts?.agent, versionSince);
+function viewOf(starts: ContainerStarts | undefined, container: string, expectation: Expectation) {
+  return containerView(
+    starts?.byContainer[container],
+    starts?.agent,
+    expectation.changedAt,
+    expectation.neverChanged ?? false,
+  );
 }
 
 export function verifyPass(input: PassInput): PassResult {
@@ -59,7 +64,7 @@ export function verifyPass(input: PassInput): PassResult {
       const plain = expectEnv(target, input.lookup);
       const { expectation } = plain;
       const digest = plain.digest === undefined ? undefined : input.policy.fingerprint(plain.digest);
-      const view = viewOf(input.starts, target.container, expectation.changedAt);
+      const view = viewOf(input.starts, target.container, expectation);
       // A baseline is what the app started with: never take one from a version it did not get.
       if (digest && view !== 'older') envDigests[id] = digest;
       const result = decide(
@@ -83,9 +88,7 @@ export function verifyPass(input: PassInput): PassResult {
       target.subPath !== undefined,
     );
     const view =
-      target.subPath === undefined
-        ? 'agent-copy'
-        : viewOf(input.starts, target.container, expectation.changedAt);
+      target.subPath === undefined ? 'agent-copy' : viewOf(input.starts, target.container, expectation);
     const result = decide(
       target,
       expectation,

@@ -26,6 +26,8 @@ export type ContainerView =
 
 /**
  * Steps:
+ *  (0) the source was never changed since it was created, and the app started after that (within
+ *      the slack): there is no older version to hold -> current;
  *  (1) the app started after the current version appeared (by more than the slack) -> current;
  *  (2) the agent's container started no later than the app's (within the slack), or either
  *      start is unknown -> the agent's copy stands for the app's;
@@ -37,7 +39,16 @@ export function containerView(
   appStartedAt: number | undefined,
   agentStartedAt: number | undefined,
   versionSince: number | undefined,
+  neverChanged = false,
 ): ContainerView {
+  // (0)
+  if (
+    neverChanged &&
+    appStartedAt !== undefined &&
+    versionSince !== undefined &&
+    appStartedAt >= versionSince - START_SLACK_MS
+  )
+    return 'current';
   // (1)
   if (
     appStartedAt !== undefined &&

@@ -26,6 +26,8 @@ export interface Expectation {
   readonly problems: readonly SourceProblem[];
   /** Newest change time among the sources, for the grace window. */
   readonly changedAt: number | undefined;
+  /** Every source never updated since its creation (source.ts): no older version exists. */
+  readonly neverChanged?: boolean;
   /** An immutable source: kubelet stops watching it, so it will never propagate a change. */
   readonly immutable: boolean;
 }
@@ -45,6 +47,7 @@ export function expectVolume(target: VolumeTarget, lookup: SourceLookup): Expect
   const problems: SourceProblem[] = [];
   let changedAt: number | undefined;
   let immutable = false;
+  let neverChanged = true;
   for (const source of target.sources) {
     const state = lookup(source.ref);
     // (1)
@@ -66,6 +69,7 @@ export function expectVolume(target: VolumeTarget, lookup: SourceLookup): Expect
     if (snap.changedAt !== undefined && (changedAt === undefined || snap.changedAt > changedAt))
       changedAt = snap.changedAt;
     immutable ||= snap.immutable;
+    neverChanged &&= snap.neverChanged === true;
     const entries = source.items ?? [...snap.keys.keys()].map((key) => ({ key, path: key }));
     for (const item of entries) {
       const digest = snap.keys.get(item.key);
@@ -79,9 +83,9 @@ export function expectVolume(target: VolumeTarget, lookup: SourceLookup): Expect
   }
   if (target.subPath !== undefined) {
     const file = files.get(target.subPath);
-    return { files: new Map(file ? [['', file]] : []), problems, changedAt, immutable };
+    return { files: new Map(file ? [['', file]] : []), problems, changedAt, immutable, neverChanged };
   }
-  return { files, problems, changedAt, immutable };
+  return { files, problems, changedAt, immutable, neverChanged };
 }
 
 /** The keys an env target reads, with their digests now; problems as for volumes. */
@@ -122,7 +126,13 @@ export function expectEnv(
   }
   return {
     digest: combinedDigest(parts),
-    expectation: { files: new Map(), problems, changedAt: snap.changedAt, immutable: snap.immutable },
+    expectation: {
+      files: new Map(),
+      problems,
+      changedAt: snap.changedAt,
+      immutable: snap.immutable,
+      neverChanged: snap.neverChanged === true,
+    },
   };
 }
 

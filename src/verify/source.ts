@@ -22,6 +22,11 @@ export interface SourceSnapshot {
    * started after the change, tell propagation from drift without having watched it happen.
    */
   readonly changedAt: number | undefined;
+  /**
+   * Never updated since it was created, as far as the API and the watch tell: then no container
+   * can hold an older version of it (one started before it existed could not have mounted it).
+   */
+  readonly neverChanged?: boolean;
   readonly keys: ReadonlyMap<string, KeyDigest>;
 }
 
@@ -71,6 +76,13 @@ function snapshot(
   seenAt: number | undefined,
 ): SourceSnapshot {
   const fromApi = newestManagedFieldsTime(obj.metadata);
+  const created = obj.metadata?.creationTimestamp
+    ? new Date(obj.metadata.creationTimestamp).getTime()
+    : undefined;
+  // managedFields and creationTimestamp have one-second precision: an update in the second of
+  // the creation reads as none (and is then judged as before this field existed).
+  const neverChanged =
+    seenAt === undefined && created !== undefined && (fromApi ?? created) <= created + 1000;
   const changedAt =
     fromApi === undefined ? seenAt : seenAt === undefined ? fromApi : Math.max(fromApi, seenAt);
   return {
@@ -79,6 +91,7 @@ function snapshot(
     resourceVersion: obj.metadata?.resourceVersion ?? '',
     immutable: obj.immutable === true,
     changedAt,
+    neverChanged,
     keys,
   };
 }

@@ -326,7 +326,17 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items;
       const other = pods.find((p) => p.metadata?.name !== name && !p.metadata?.deletionTimestamp);
       const condition = other?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
-      expect(condition).toMatchObject({ status: 'False', reason: 'SubPathStale' });
+      // What explains a failure here: the other agent's verdicts and the other Pod's containers.
+      const why = JSON.stringify({
+        verdicts: (await agentLog(ns.name, other?.metadata?.name ?? '')).filter(
+          (l) => l.target === 'app:/etc/log.yaml',
+        ),
+        containers: [
+          ...(other?.status?.initContainerStatuses ?? []),
+          ...(other?.status?.containerStatuses ?? []),
+        ].map((c) => ({ name: c.name, restarts: c.restartCount, startedAt: c.state?.running?.startedAt })),
+      });
+      expect(condition, why).toMatchObject({ status: 'False', reason: 'SubPathStale' });
       // Alert mode: nothing was restarted.
       expect((await eventsOf(ns.admin, ns.name)).some((e) => e.reason === 'Healed')).toBe(false);
     });

@@ -26,6 +26,13 @@ describe('containerView', () => {
     expect(containerView(T + S, T + 60_000, T)).toBe('older');
     expect(containerView(T + S, T - 1000, T)).toBe('agent-copy');
   });
+  it('a source never changed since its creation has no older version to hold, even just after it', () => {
+    // The app started within the slack after the creation, the agent restarted later: without
+    // this, 'older' (a restart for a version that never existed).
+    expect(containerView(T + 1000, T + 60_000, T, true)).toBe('current');
+    // An app started before the source existed held a predecessor (deleted and recreated).
+    expect(containerView(T - 60_000, T + 60_000, T, true)).toBe('older');
+  });
   it('unknown starts fall back to the agent’s copy', () => {
     expect(containerView(undefined, T, T)).toBe('agent-copy');
     expect(containerView(T - 60_000, undefined, T)).toBe('agent-copy');
@@ -106,5 +113,25 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
   it('both from before the change, in the sidecar order: the agent’s copy decides', () => {
     expect(pass('old', T - 600_000, T - 601_000).verdicts[0]?.reason).toBe('SubPathStale');
     expect(pass('new', T - 600_000, T - 601_000).verdicts[0]?.state).toBe('InSync');
+  });
+});
+
+describe('neverChanged, from the object', () => {
+  const at = (s: string) => new Date(s);
+  it('created and never updated: true; updated later, or seen changing by the watch: false', () => {
+    const created = { name: 'c', creationTimestamp: at('2026-12-03T10:00:00Z') };
+    const op = (time: string) => ({ manager: 'kubectl', operation: 'Update', time: at(time) });
+    expect(
+      snapshotConfigMap({ metadata: { ...created, managedFields: [op('2026-12-03T10:00:00Z')] } })
+        .neverChanged,
+    ).toBe(true);
+    expect(
+      snapshotConfigMap({ metadata: { ...created, managedFields: [op('2026-12-03T10:05:00Z')] } })
+        .neverChanged,
+    ).toBe(false);
+    expect(
+      snapshotConfigMap({ metadata: { ...created, managedFields: [op('2026-12-03T10:00:00Z')] } }, T)
+        .neverChanged,
+    ).toBe(false);
   });
 });
