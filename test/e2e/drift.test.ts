@@ -3,6 +3,7 @@
 // because the files simply stay old. Each heals with exactly one rollout restart, and no value
 // of the Secret shows in any log, Event or annotation.
 import fs from 'node:fs';
+import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { NODE_BASE } from '../cluster/node.ts';
@@ -22,6 +23,22 @@ import {
 } from './support.ts';
 
 const NEW_PASSWORD = 'e2e-rotated-password-never-shown';
+
+/** The last lines of every config-sync container log of `namespace` on the node, read from disk. */
+function agentLogFiles(namespace: string): string[] {
+  const root = path.join(NODE_BASE, 'pod-logs');
+  const lines: string[] = [];
+  for (const pod of fs.readdirSync(root).filter((d) => d.startsWith(`${namespace}_`))) {
+    const dir = path.join(root, pod, 'config-sync');
+    if (!fs.existsSync(dir)) continue;
+    for (const f of fs.readdirSync(dir))
+      lines.push(
+        `--- ${pod}/${f}`,
+        ...fs.readFileSync(path.join(dir, f), 'utf8').trimEnd().split('\n').slice(-8),
+      );
+  }
+  return lines;
+}
 
 /** A short --grace, so a stuck kubelet counts as drift in seconds rather than the default 90. */
 async function shortGrace(namespace: string): Promise<void> {
@@ -172,6 +189,16 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       const restartedBefore = await restartsOf(ns.admin, ns.name);
       const healedBefore = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed').length;
 
+      // The rollout of the patch above wholly done (no Pod left terminating) before kubelet stops.
+      const core = ns.admin.makeApiClient(CoreV1Api);
+      await waitFor(
+        async () => {
+          const all = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items;
+          return all.length === 2 && all.every((p) => !p.metadata?.deletionTimestamp) ? true : undefined;
+        },
+        { what: 'no Pod of web left terminating', timeoutMs: 60_000, intervalMs: 250 },
+      );
+
       const { node } = cluster();
       node.freezeKubelet(true);
       try {
@@ -179,8 +206,11 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         // kubelet cannot deliver the change, so the running agents see the files stay old.
         await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
           what: 'the agent to restart the workload',
-          timeoutMs: 60_000,
+          timeoutMs: 90_000,
           intervalMs: 500,
+        }).catch((error: Error) => {
+          // kubelet is frozen, so kubectl logs cannot answer: the agents' log files on the node.
+          throw new Error(`${error.message}; the agents' last lines:\n${agentLogFiles(ns.name).join('\n')}`);
         });
         const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
         expect(healed).toHaveLength(healedBefore + 1);
@@ -201,7 +231,6 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(
         healedBefore + 1,
       );
-      const core = ns.admin.makeApiClient(CoreV1Api);
       const cm = await core.readNamespacedConfigMap({ name: 'web-config', namespace: ns.name });
       expect(cm.data?.['app.yaml']).toBe('level: warn\n');
     });
