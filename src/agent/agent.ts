@@ -263,16 +263,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
   }
 
-  /** Volume targets whose `..data` swapped after their app container started (Pod status). */
+  /** Volume targets whose `..data` swapped after their app container started (Pod status, `starts`). */
   function volumesSwappedAfterAppStart(): string[] {
-    const statuses = [
-      ...(rt.pod?.status?.initContainerStatuses ?? []),
-      ...(rt.pod?.status?.containerStatuses ?? []),
-    ];
-    const startedAt = (container: string) => {
-      const at = statuses.find((s) => s.name === container)?.state?.running?.startedAt;
-      return at ? new Date(at).getTime() : undefined;
-    };
     return rt.targets
       .filter((t) => {
         if (t.type !== 'volume' || t.subPath !== undefined) return false;
@@ -282,7 +274,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         } catch {
           swappedAt = undefined;
         }
-        return appStartedBeforeSwap(startedAt(t.container), swappedAt) === true;
+        return appStartedBeforeSwap(starts.byContainer[t.container], swappedAt) === true;
       })
       .map(targetId);
   }

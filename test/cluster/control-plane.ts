@@ -95,7 +95,8 @@ function sweepStaleDataDirs(baseDir: string): void {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, but is not ours to signal). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

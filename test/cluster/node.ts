@@ -23,6 +23,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Component } from './component.ts';
 import {
   type ControlPlaneInfo,
+  isAlive,
   KUBERNETES_SERVICE_IP,
   SERVICE_CIDR,
   writeKubeconfig,
@@ -455,15 +456,6 @@ function releaseLock(): void {
     if (Number(fs.readFileSync(LOCK_FILE, 'utf8')) === process.pid) fs.rmSync(LOCK_FILE);
   } catch {
     // not ours or already gone
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
