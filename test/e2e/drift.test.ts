@@ -20,6 +20,7 @@ import {
   useExample,
   useNode,
   webPodsInSync,
+  webPodsReplaced,
 } from './support.ts';
 
 const NEW_PASSWORD = 'e2e-rotated-password-never-shown';
@@ -108,14 +109,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       expect(healed).toHaveLength(1);
       expect(healed[0]?.message).toMatch(/EnvStale/);
 
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
-      const after = await waitFor(
-        async () => {
-          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
-      );
+      const after = await webPodsReplaced(ns.admin, ns.name, before, 'the new Pods InSync', 120_000);
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
 
       // The value nowhere: the agents' logs (old Pods' files on the node, new Pods' through
@@ -162,14 +156,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
       );
       expect(healed[0]?.message).toMatch(/EnvStale/);
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
-      const after = await waitFor(
-        async () => {
-          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
-      );
+      const after = await webPodsReplaced(ns.admin, ns.name, before, 'the new Pods InSync', 120_000);
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
       // A ConfigMap value is no more to be shown than a Secret's: hashes, keys and sizes only.
       const texts = [JSON.stringify(await eventsOf(ns.admin, ns.name))];
@@ -219,13 +206,12 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         node.freezeKubelet(false);
       }
 
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
-      const after = await waitFor(
-        async () => {
-          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the rollout to complete once kubelet is back', timeoutMs: 150_000, intervalMs: 1000 },
+      const after = await webPodsReplaced(
+        ns.admin,
+        ns.name,
+        before,
+        'the rollout to complete once kubelet is back',
+        150_000,
       );
       expect(after).toHaveLength(2);
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(
@@ -279,14 +265,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         timeoutMs: 90_000,
         intervalMs: 500,
       });
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
-      await waitFor(
-        async () => {
-          const pods = await webPodsInSync(ns.admin, ns.name, 2, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the rollout to complete', timeoutMs: 150_000, intervalMs: 1000 },
-      );
+      await webPodsReplaced(ns.admin, ns.name, before, 'the rollout to complete', 150_000);
       const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
       expect(healed).toHaveLength(1);
       expect(healed[0]?.message).toMatch(/SubPathStale/);

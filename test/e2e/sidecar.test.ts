@@ -18,6 +18,7 @@ import {
   useExample,
   useNode,
   webPodsInSync,
+  webPodsReplaced,
 } from './support.ts';
 
 describeOnNode('deploy/sidecar on a real node', () => {
@@ -98,15 +99,14 @@ describeOnNode('deploy/sidecar on a real node', () => {
     it('three replicas, exactly one restart, and the new Pods InSync', async () => {
       await scaleWeb(ns.name, 3);
       const before = await webPodsInSync(ns.admin, ns.name, 3);
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
       await patchConfig(ns.name, { 'log.yaml': 'format: text\n' });
 
-      const after = await waitFor(
-        async () => {
-          const pods = await webPodsInSync(ns.admin, ns.name, 3, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the rollout to replace every Pod with one InSync', timeoutMs: 150_000, intervalMs: 1000 },
+      const after = await webPodsReplaced(
+        ns.admin,
+        ns.name,
+        before,
+        'the rollout to replace every Pod with one InSync',
+        150_000,
       );
       expect(after.every((p) => inSync(p) === 'True')).toBe(true);
       expect(await restartsOf(ns.admin, ns.name)).toBeDefined();
@@ -157,14 +157,7 @@ describeOnNode('deploy/sidecar on a real node', () => {
         { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
       );
       await kubectl('-n', gated.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
-      const oldNames = new Set(before.map((p) => p.metadata?.name));
-      const after = await waitFor(
-        async () => {
-          const pods = await webPodsInSync(gated.admin, gated.name, 2, 5_000).catch(() => undefined);
-          return pods?.every((p) => !oldNames.has(p.metadata?.name)) ? pods : undefined;
-        },
-        { what: 'the new Pods InSync', timeoutMs: 120_000, intervalMs: 1000 },
-      );
+      const after = await webPodsReplaced(gated.admin, gated.name, before, 'the new Pods InSync', 120_000);
       for (const p of after)
         expect(p.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
       expect((await eventsOf(gated.admin, gated.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);

@@ -133,6 +133,27 @@ export async function webPodsInSync(
   );
 }
 
+/**
+ * After a restart: the Pods of web once every one of `before` is replaced by a new Pod, as many,
+ * all Running and InSync.
+ */
+export async function webPodsReplaced(
+  admin: KubeConfig,
+  namespace: string,
+  before: readonly V1Pod[],
+  what: string,
+  timeoutMs: number,
+): Promise<V1Pod[]> {
+  const old = new Set(before.map((p) => p.metadata?.name));
+  return waitFor(
+    async () => {
+      const pods = await webPodsInSync(admin, namespace, before.length, 5_000).catch(() => undefined);
+      return pods?.every((p) => !old.has(p.metadata?.name)) ? pods : undefined;
+    },
+    { what, timeoutMs, intervalMs: 1000 },
+  );
+}
+
 export async function scaleWeb(namespace: string, replicas: number): Promise<void> {
   await kubectl('-n', namespace, 'scale', 'deployment', 'web', `--replicas=${replicas}`);
 }
