@@ -154,7 +154,9 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           return h.length > 0 ? h : undefined;
         },
         { what: 'the Healed Event', timeoutMs: 60_000, intervalMs: 500 },
-      );
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; the agents' last lines:\n${agentLogFiles(ns.name).join('\n')}`);
+      });
       expect(healed[0]?.message).toMatch(/EnvStale/);
       const after = await webPodsReplaced(ns.admin, ns.name, before, 'the new Pods InSync', 120_000);
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toHaveLength(1);
