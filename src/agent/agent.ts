@@ -15,11 +15,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { LoopConfig, ReloadConfig } from '../config/agent-config.ts';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { findOwner, readWorkload } from '../heal/owner.ts';
 import type { OwnerState, Plan, WorkloadKind } from '../heal/planner.ts';
-import { appStartedBeforeSwap, type ReloadTrigger, triggerReload } from '../heal/reload.ts';
+import { appStartedBeforeSwap, triggerReload } from '../heal/reload.ts';
 import {
   BEFORE_THE_AGENT,
   fallbackCarriedOut,
@@ -54,17 +55,11 @@ import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts
 import { type Runtime, writeEnvBaselines } from './runtime.ts';
 import { verdictNews } from './verdict-changes.ts';
 
-export interface AgentOptions {
-  readonly resyncMs: number;
-  readonly pollMs: number;
-  readonly heartbeatMs: number;
-}
-
 export interface AgentDeps {
   readonly rt: Runtime;
   readonly log: Logger;
   readonly metrics: AgentMetrics;
-  readonly options: AgentOptions;
+  readonly options: Pick<LoopConfig, 'resyncMs' | 'pollMs' | 'heartbeatMs'>;
   readonly clock?: () => number;
 }
 
@@ -216,7 +211,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // A reload that fails is not retried for the same config: it becomes a ReloadFailed verdict
   // for the planner, which applies the fallback (restart or alert) with the usual dedupe.
   async function reloadIfChanged(
-    trigger: ReloadTrigger,
+    settings: ReloadConfig,
     verdicts: readonly Verdict[],
     now: number,
   ): Promise<{ retryAt?: number }> {
@@ -235,12 +230,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       );
       reload = { ...reload, loaded: BEFORE_THE_AGENT };
     }
-    const step = nextReloadStep(reload, verdicts, current, now, rt.reloadSettleMs);
+    const step = nextReloadStep(reload, verdicts, current, now, settings.settleMs);
     if (step.type === 'none') return {};
     if (step.type === 'wait') return { retryAt: step.at };
     if (step.type === 'fallback') return fallBack(step.message, verdicts, now);
     try {
-      const how = await triggerReload(trigger, signal);
+      const how = await triggerReload(settings.trigger, signal);
       reload = reloaded(reload, current);
       metrics.heals.inc({ action: 'reload', result: 'ok' });
       const shown = configVersion(lookup, rt.sources);

@@ -1,7 +1,7 @@
 // Formats a DoctorReport for a person (text) or a script (json). Pure. The first line is always a
 // one-line verdict, so `config-sync doctor | head -1` is a diagnosis.
 import { stringify } from 'yaml';
-import type { SettingValue } from '../cli/settings.ts';
+import type { SettingValue } from '../config/settings.ts';
 import { roleAndBinding, subjectFor } from '../kube/permissions.ts';
 import type { Sourced } from '../kube/scope.ts';
 import type { CheckedNeed, DoctorReport } from './checks.ts';

@@ -2,7 +2,7 @@
 // later), and matching deploy/sidecar/example/deployment.yaml (a test keeps them in step).
 // Pure: a Pod spec in, the container and the pod-level changes out.
 import type { V1Container, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import { DEFAULT_STATE_DIR } from '../agent/settings.ts';
+import { DEFAULT_STATE_DIR } from '../config/agent-config.ts';
 import { volumeSources } from '../discover/targets.ts';
 
 export const SIDECAR_NAME = 'config-sync';

@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { durationMs, durationSetting } from '../../src/agent/settings.ts';
-import { agentSettings } from '../../src/cli/commands/agent.ts';
-import { resolveSettings } from '../../src/cli/settings.ts';
+import { agentSettings } from '../../src/config/agent-config.ts';
+import { durationMs, durationSetting } from '../../src/config/durations.ts';
+import { resolveSettings } from '../../src/config/settings.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
 
 function settle(args: string[], env: Record<string, string> = {}) {

@@ -28,6 +28,42 @@ describe('import direction', () => {
     expect(importsLeaving(path.join(src, 'kube'), ['errors.ts'])).toEqual([]);
   });
 
+  // Every folder of src/ and the folders below it that it may import (besides errors.ts and
+  // log.ts): decisions and API access never depend on the commands built on them.
+  const MAY_IMPORT: Record<string, readonly string[]> = {
+    kube: [],
+    metrics: [],
+    discover: ['kube'],
+    verify: ['kube', 'discover'],
+    watch: ['kube', 'discover', 'verify'],
+    status: ['kube', 'verify'],
+    heal: ['kube', 'discover', 'verify'],
+    config: ['kube', 'discover', 'heal', 'metrics'],
+    inject: ['kube', 'discover', 'config'],
+    doctor: ['kube', 'discover', 'verify', 'heal', 'config'],
+    webhook: ['kube', 'discover', 'verify', 'watch', 'inject', 'metrics', 'config'],
+    agent: ['kube', 'discover', 'verify', 'watch', 'status', 'heal', 'metrics', 'config'],
+  };
+
+  it('every folder imports only the folders below it; nothing under agent/ imports cli/', () => {
+    const folders = fs
+      .readdirSync(src, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && d.name !== 'cli')
+      .map((d) => d.name);
+    // A new folder must be placed in the table, so that its direction is decided, not drifted into.
+    expect(folders.filter((f) => !(f in MAY_IMPORT))).toEqual([]);
+    const upward = folders.flatMap((folder) =>
+      importsLeaving(path.join(src, folder), [
+        'errors.ts',
+        'log.ts',
+        ...(MAY_IMPORT[folder] ?? []).flatMap((below) =>
+          fs.readdirSync(path.join(src, below)).map((f) => `${below}/${f}`),
+        ),
+      ]),
+    );
+    expect(upward).toEqual([]);
+  });
+
   it('the check sees an upward import (a file of kube/ importing verify/)', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'imports-'));
     try {

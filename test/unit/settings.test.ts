@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFileSetting, resolveSettings, type SettingDef } from '../../src/cli/settings.ts';
+import { configFileSetting, resolveSettings, type SettingDef } from '../../src/config/settings.ts';
 import { parseWatchSpec } from '../../src/discover/watch-spec.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
 

@@ -1,59 +1,16 @@
 import type { Logger } from 'pino';
 import { type AgentHandle, startAgent } from '../../agent/agent.ts';
 import { openRuntime, type Runtime } from '../../agent/runtime.ts';
-import { durationSetting, targetSettings } from '../../agent/settings.ts';
-import { ConfigSyncError, EXIT } from '../../errors.ts';
-import { createLogger, type LogLevel } from '../../log.ts';
+import { agentConfig, agentSettings, loopConfig } from '../../config/agent-config.ts';
+import { resolveSettings } from '../../config/settings.ts';
+import { EXIT } from '../../errors.ts';
+import { createLogger } from '../../log.ts';
 import { createMetrics } from '../../metrics/metrics.ts';
-import { parseListen, startHttpServer } from '../../metrics/server.ts';
+import { startHttpServer } from '../../metrics/server.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
-import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
 import { versionInfo } from '../version.ts';
 import type { Command } from './command.ts';
-
-export const agentSettings: readonly SettingDef[] = [
-  ...targetSettings,
-  {
-    name: 'listen',
-    env: 'CONFIG_SYNC_LISTEN',
-    type: 'string',
-    valueName: 'host:port',
-    default: ':9464',
-    description: '/metrics, /healthz, /readyz',
-  },
-  {
-    name: 'resync',
-    env: 'CONFIG_SYNC_RESYNC',
-    type: 'string',
-    valueName: 'duration',
-    default: '60s',
-    description: 'a full compare at least this often, whatever the watches say',
-  },
-  {
-    name: 'poll',
-    env: 'CONFIG_SYNC_POLL',
-    type: 'string',
-    valueName: 'duration',
-    default: '2s',
-    description: 'stat check of the mounts (inotify fallback)',
-  },
-  {
-    name: 'heartbeat',
-    env: 'CONFIG_SYNC_HEARTBEAT',
-    type: 'string',
-    valueName: 'duration',
-    default: '15m',
-    description: 'rewrite the InSync condition at least this often',
-  },
-  {
-    name: 'log-level',
-    env: 'CONFIG_SYNC_LOG_LEVEL',
-    type: 'string',
-    valueName: 'level',
-    default: 'info',
-    description: 'debug, info, warn or error',
-  },
-];
 
 /** After SIGTERM the process is gone within 5 s, whatever the API server does. */
 const STOP_DEADLINE_MS = 4_500;
@@ -64,25 +21,8 @@ export const agentCommand: Command = {
   usage: `config-sync agent [flags]\n\nFlags:\n${flagHelp(agentSettings)}\n\nStops on SIGTERM or SIGINT: watches closed, logs flushed, exit 0.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('agent', agentSettings, args, env);
-    const level = settings.string('log-level')?.value ?? 'info';
-    if (!['debug', 'info', 'warn', 'error'].includes(level)) {
-      throw new ConfigSyncError(
-        'CS_USAGE_BAD_FLAG',
-        'usage',
-        `agent: --log-level ${level} is not debug, info, warn or error`,
-        {
-          hint: 'use --log-level info (default)',
-        },
-      );
-    }
-    const listen = settings.string('listen')?.value ?? ':9464';
-    parseListen(listen);
-    const duration = (name: string) => durationSetting('agent', settings, name);
-    const options = {
-      resyncMs: duration('resync'),
-      pollMs: duration('poll'),
-      heartbeatMs: duration('heartbeat'),
-    };
+    const loop = loopConfig(settings);
+    const config = agentConfig('agent', settings);
     // Signals first: a SIGTERM while the runtime opens (a slow or stalled API server) must stop
     // the process too, not wait for the request to time out.
     const controller = new AbortController();
@@ -107,13 +47,13 @@ export const agentCommand: Command = {
     let agent: AgentHandle | undefined;
     const metrics = createMetrics(() => rt?.client.requests ?? {});
     const http = await startHttpServer(
-      listen,
+      loop.listen,
       metrics,
       { ready: () => agent?.ready() ?? false, live: () => agent?.live() ?? true },
       controller.signal,
     );
     try {
-      rt = await openRuntime('agent', settings, env, controller.signal);
+      rt = await openRuntime(config, env, controller.signal);
     } catch (error) {
       const stopping = controller.signal.aborted;
       controller.abort();
@@ -122,7 +62,7 @@ export const agentCommand: Command = {
       throw error;
     }
     log = createLogger(
-      level as LogLevel,
+      loop.logLevel,
       { namespace: rt.namespace, pod: rt.pod?.metadata?.name ?? '' },
       io.stdout,
     );
@@ -148,7 +88,7 @@ export const agentCommand: Command = {
     for (const w of rt.warnings) log.warn(w);
 
     log.info({ address: http.address }, 'listening');
-    agent = startAgent({ rt, log, metrics, options }, controller.signal);
+    agent = startAgent({ rt, log, metrics, options: loop }, controller.signal);
     await Promise.all([agent.done, http.closed]);
     log.info('stopped');
     return EXIT.ok;

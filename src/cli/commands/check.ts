@@ -1,10 +1,11 @@
 import { runOnce } from '../../agent/oneshot.ts';
 import { openRuntime } from '../../agent/runtime.ts';
-import { targetSettings } from '../../agent/settings.ts';
+import { agentConfig, targetSettings } from '../../config/agent-config.ts';
+import { resolveSettings } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
 import { checkLine, overall } from '../plan-format.ts';
-import { flagHelp, resolveSettings } from '../settings.ts';
 import type { Command } from './command.ts';
 
 export const checkCommand: Command = {
@@ -14,7 +15,7 @@ export const checkCommand: Command = {
   usage: `config-sync check [flags]\n\nFlags:\n${flagHelp(targetSettings)}\n\nExit: 0 in sync (or still propagating), 1 drift, 2 usage or configuration error, 3 API or permission error.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('check', targetSettings, args, env);
-    const rt = await openRuntime('check', settings, env);
+    const rt = await openRuntime(agentConfig('check', settings), env);
     for (const w of rt.warnings) io.stderr.write(`warning: ${w}\n`);
     const { verdicts } = await runOnce(rt, Date.now());
     io.stdout.write(`${checkLine(verdicts)}\n`);

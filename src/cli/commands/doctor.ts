@@ -1,3 +1,13 @@
+import { podSelection } from '../../config/agent-config.ts';
+import {
+  configFileSetting,
+  outputSetting,
+  podSettings,
+  resolveSettings,
+  type SettingDef,
+  scopeFlags,
+  scopeSettings,
+} from '../../config/settings.ts';
 import { parseWatchSpec } from '../../discover/watch-spec.ts';
 import { type DoctorReport, type Problem, problemOf, runDoctorChecks } from '../../doctor/checks.ts';
 import { formatJson, formatText } from '../../doctor/format.ts';
@@ -5,18 +15,9 @@ import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { createKubeClient } from '../../kube/client.ts';
 import { resolveScope, type Scope } from '../../kube/scope.ts';
 import { gatherScopeFacts } from '../../kube/scope-facts.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
-import {
-  configFileSetting,
-  flagHelp,
-  outputSetting,
-  podSettings,
-  resolveSettings,
-  type SettingDef,
-  scopeFlags,
-  scopeSettings,
-} from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [
@@ -47,6 +48,7 @@ export const doctorCommand: Command = {
     const format = parseOutputFormat(settings.string('output')?.value);
     const watched = settings.list('watch').map((w) => parseWatchSpec(w).ref);
     const fix = settings.boolean('fix');
+    const pod = podSelection(settings);
 
     const facts = await gatherScopeFacts(scopeFlags(settings), env);
     let scope: Scope;
@@ -80,11 +82,11 @@ export const doctorCommand: Command = {
     const report = await runDoctorChecks({
       client,
       namespace: scope.namespace,
-      pod: settings.string('pod'),
+      pod: pod.name,
       watched,
       preflight,
-      selfContainer: settings.string('self-container')?.value ?? 'config-sync',
-      containers: settings.list('container'),
+      selfContainer: pod.selfContainer,
+      containers: pod.containers,
     });
     io.stdout.write(
       format === 'json' ? formatJson(report, settings.all(), fix) : formatText(report, settings.all(), fix),

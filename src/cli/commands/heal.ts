@@ -1,12 +1,13 @@
 import { runOnce } from '../../agent/oneshot.ts';
 import { openRuntime } from '../../agent/runtime.ts';
-import { targetSettings } from '../../agent/settings.ts';
+import { agentConfig, targetSettings } from '../../config/agent-config.ts';
+import { outputSetting, resolveSettings, type SettingDef } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
 import { restartWorkload } from '../../heal/executor.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
 import { overall, planJson, planText } from '../plan-format.ts';
-import { flagHelp, outputSetting, resolveSettings, type SettingDef } from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [
@@ -26,7 +27,7 @@ export const healCommand: Command = {
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('heal', defs, args, env);
     const format = parseOutputFormat(settings.string('output')?.value);
-    const rt = await openRuntime('heal', settings, env);
+    const rt = await openRuntime(agentConfig('heal', settings), env);
     for (const w of rt.warnings) io.stderr.write(`warning: ${w}\n`);
     for (let attempt = 1; ; attempt += 1) {
       const { verdicts, plan } = await runOnce(rt, Date.now());

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
+import { resolveSettings, type SettingDef } from '../../config/settings.ts';
 import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { injectManifests } from '../../inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
-import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [

@@ -1,10 +1,11 @@
+import { resolveSettings, type SettingDef } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
 import { checkImageReference } from '../../inject/image-ref.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
 import { createLogger } from '../../log.ts';
 import { startWebhook } from '../../webhook/server.ts';
+import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
-import { flagHelp, resolveSettings, type SettingDef } from '../settings.ts';
 import type { Command } from './command.ts';
 
 const defs: readonly SettingDef[] = [

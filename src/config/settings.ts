@@ -1,12 +1,12 @@
-// Command-line settings: each value resolved flag > environment > config file > default, and
-// kept with its origin so `doctor` (and the agent's start-up log) can say where every setting
-// came from.
+// Settings as the user gives them: each value resolved flag > environment > config file >
+// default, and kept with its origin so `doctor` (and the agent's start-up log) can say where
+// every setting came from. The commands' typed configurations (agent-config.ts) are made from these.
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { badFlag, ConfigSyncError } from '../errors.ts';
 import type { Sourced } from '../kube/scope.ts';
-import type { ScopeFlags } from '../kube/scope-facts.ts';
+import { DEFAULT_SERVICE_ACCOUNT_DIR, type ScopeFlags } from '../kube/scope-facts.ts';
 
 export type SettingType = 'string' | 'boolean' | 'list';
 export type SettingValue = string | boolean | string[];
@@ -194,19 +194,6 @@ export const configFileSetting: SettingDef = {
   description: 'a YAML file of settings (flag > environment > this file > default)',
 };
 
-/** The flags block of a command's --help. */
-export function flagHelp(defs: readonly SettingDef[]): string {
-  const rows = defs.map((d) => {
-    const flag = `${d.short ? `-${d.short}, ` : '    '}--${d.name}${d.type === 'boolean' ? '' : ` ${d.valueName ?? 'value'}`}`;
-    const extra = [d.env ? `env ${d.env}` : '', d.default !== undefined ? `default ${String(d.default)}` : '']
-      .filter(Boolean)
-      .join('; ');
-    return { flag, text: `${d.description}${extra ? ` (${extra})` : ''}` };
-  });
-  const width = Math.max(...rows.map((r) => r.flag.length));
-  return rows.map((r) => `  ${r.flag.padEnd(width)}  ${r.text}`).join('\n');
-}
-
 /** The settings that decide cluster, namespace and identity (src/kube/scope.ts). */
 export const scopeSettings: readonly SettingDef[] = [
   {
@@ -235,7 +222,7 @@ export const scopeSettings: readonly SettingDef[] = [
     env: 'CONFIG_SYNC_SERVICE_ACCOUNT_DIR',
     type: 'string',
     valueName: 'dir',
-    default: '/var/run/secrets/kubernetes.io/serviceaccount',
+    default: DEFAULT_SERVICE_ACCOUNT_DIR,
     description: 'where the in-cluster token, ca.crt and namespace are',
   },
 ];

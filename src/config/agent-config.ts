@@ -1,0 +1,389 @@
+// The agent's configuration, made once at the edge. Flags, environment and the config file
+// (settings.ts resolves each, with its origin) become one typed, validated AgentConfig for the
+// agent and the one-shot commands that act like it (check, heal). Every default is stated once,
+// in the setting definitions below; every value is checked here, and an error names the value
+// where the user gave it. Nothing after this reads a setting by name.
+//
+// Steps of agentConfig:
+//  (1) durations, each against its range (durations.ts);
+//  (2) what to do about drift: --on-drift, the reload trigger and its fallback -> heal and reload;
+//  (3) the mount root must be a directory;
+//  (4) explicit --watch targets must name a path; the Pod name must be a name;
+//  (5) settings that work but may not mean what was intended become warnings.
+import fs from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { parseWatchSpec, type WatchSpec } from '../discover/watch-spec.ts';
+import { ConfigSyncError } from '../errors.ts';
+import type { HealPolicy } from '../heal/planner.ts';
+import type { ReloadTrigger } from '../heal/reload.ts';
+import { isObjectName } from '../kube/names.ts';
+import type { Sourced } from '../kube/scope.ts';
+import type { ScopeFlags } from '../kube/scope-facts.ts';
+import { parseListen } from '../metrics/server.ts';
+import { durationSetting } from './durations.ts';
+import {
+  configFileSetting,
+  podSettings,
+  type SettingDef,
+  type Settings,
+  scopeFlags,
+  scopeSettings,
+} from './settings.ts';
+
+/** Where the sidecar mounts its emptyDir (deploy/sidecar, inject, the webhook). */
+export const DEFAULT_STATE_DIR = '/var/run/config-sync';
+
+/** The settings of the agent and of the one-shot commands that act like it (check, heal). */
+export const targetSettings: readonly SettingDef[] = [
+  configFileSetting,
+  ...scopeSettings,
+  ...podSettings,
+  {
+    name: 'mount-root',
+    env: 'CONFIG_SYNC_MOUNT_ROOT',
+    type: 'string',
+    valueName: 'dir',
+    default: '/',
+    description: "where the app's mount paths are in the agent's filesystem",
+  },
+  {
+    name: 'state-dir',
+    env: 'CONFIG_SYNC_STATE_DIR',
+    type: 'string',
+    valueName: 'dir',
+    default: DEFAULT_STATE_DIR,
+    description:
+      "the agent's own emptyDir: the Pod's fingerprint key (kept there so it survives a sidecar restart)",
+  },
+  {
+    name: 'grace',
+    env: 'CONFIG_SYNC_GRACE',
+    type: 'string',
+    valueName: 'duration',
+    default: '90s',
+    description: 'how long kubelet may take to propagate a change',
+  },
+  {
+    name: 'debounce',
+    env: 'CONFIG_SYNC_DEBOUNCE',
+    type: 'string',
+    valueName: 'duration',
+    default: '5s',
+    description: 'wait before a subPath, env or immutable target counts as drifted',
+  },
+  {
+    name: 'on-drift',
+    env: 'CONFIG_SYNC_ON_DRIFT',
+    type: 'string',
+    valueName: 'restart|alert-only|reload',
+    default: 'restart',
+    description: 'what to do about drift (reload: tell the app once the files match, see --reload-*)',
+  },
+  {
+    name: 'reload-url',
+    env: 'CONFIG_SYNC_RELOAD_URL',
+    type: 'string',
+    valueName: 'url',
+    description: 'reload mode: POST here (2xx = reloaded), e.g. http://127.0.0.1:9090/-/reload',
+  },
+  {
+    name: 'reload-signal',
+    env: 'CONFIG_SYNC_RELOAD_SIGNAL',
+    type: 'string',
+    valueName: 'SIGHUP',
+    description: 'reload mode: send this signal to --reload-process (needs shareProcessNamespace)',
+  },
+  {
+    name: 'reload-process',
+    env: 'CONFIG_SYNC_RELOAD_PROCESS',
+    type: 'string',
+    valueName: 'name',
+    description: "reload mode: the app's process name",
+  },
+  {
+    name: 'reload-settle',
+    env: 'CONFIG_SYNC_RELOAD_SETTLE',
+    type: 'string',
+    valueName: 'duration',
+    default: '1s',
+    description:
+      'reload mode: a change that follows another this soon waits until the config stood this long (a burst costs two reloads)',
+  },
+  {
+    name: 'reload-fallback',
+    env: 'CONFIG_SYNC_RELOAD_FALLBACK',
+    type: 'string',
+    valueName: 'restart|alert-only',
+    default: 'restart',
+    description: 'reload mode: when a reload fails or the files never become right',
+  },
+  {
+    name: 'request-timeout',
+    env: 'CONFIG_SYNC_REQUEST_TIMEOUT',
+    type: 'string',
+    valueName: 'duration',
+    default: '10s',
+    description: 'how long one API request may take before it fails (watches excepted)',
+  },
+  {
+    name: 'min-restart-interval',
+    env: 'CONFIG_SYNC_MIN_RESTART_INTERVAL',
+    type: 'string',
+    valueName: 'duration',
+    default: '5m',
+    description: 'no second restart of the workload sooner than this',
+  },
+];
+
+/** The long-running agent's own settings on top of targetSettings: its loop, endpoints and logs. */
+export const agentSettings: readonly SettingDef[] = [
+  ...targetSettings,
+  {
+    name: 'listen',
+    env: 'CONFIG_SYNC_LISTEN',
+    type: 'string',
+    valueName: 'host:port',
+    default: ':9464',
+    description: '/metrics, /healthz, /readyz',
+  },
+  {
+    name: 'resync',
+    env: 'CONFIG_SYNC_RESYNC',
+    type: 'string',
+    valueName: 'duration',
+    default: '60s',
+    description: 'a full compare at least this often, whatever the watches say',
+  },
+  {
+    name: 'poll',
+    env: 'CONFIG_SYNC_POLL',
+    type: 'string',
+    valueName: 'duration',
+    default: '2s',
+    description: 'stat check of the mounts (inotify fallback)',
+  },
+  {
+    name: 'heartbeat',
+    env: 'CONFIG_SYNC_HEARTBEAT',
+    type: 'string',
+    valueName: 'duration',
+    default: '15m',
+    description: 'rewrite the InSync condition at least this often',
+  },
+  {
+    name: 'log-level',
+    env: 'CONFIG_SYNC_LOG_LEVEL',
+    type: 'string',
+    valueName: 'level',
+    default: 'info',
+    description: 'debug, info, warn or error',
+  },
+];
+
+/** Which Pod is the agent's own, and which of its containers to serve (agent, check, heal, doctor). */
+export interface PodSelection {
+  /** Its own Pod, with where the name came from; none outside a Pod (explicit --watch only). */
+  readonly name: Sourced<string> | undefined;
+  /** The agent's own container, never a target. */
+  readonly selfContainer: string;
+  /** Only these app containers; empty: all but the agent's. */
+  readonly containers: readonly string[];
+}
+
+/** Tells the app to reload, and how long a config must stand before a reload that follows another. */
+export interface ReloadConfig {
+  readonly trigger: ReloadTrigger;
+  readonly settleMs: number;
+}
+
+export interface AgentConfig {
+  /** The command it was made for (agent, check, heal): errors name it. */
+  readonly command: string;
+  readonly scope: ScopeFlags;
+  readonly requestTimeoutMs: number;
+  readonly pod: PodSelection;
+  /** Explicit targets (--watch PATH=kind/NAME), which need no Pod. */
+  readonly watch: readonly (WatchSpec & { readonly path: string })[];
+  /** Where the app's mount paths are in the agent's filesystem. */
+  readonly mountRoot: string;
+  /** The agent's own emptyDir, which holds the Pod's fingerprint key. */
+  readonly stateDir: string;
+  /** The windows of the verdict (verify/verdict.ts): kubelet's propagation, and the debounce. */
+  readonly verify: { readonly graceMs: number; readonly debounceMs: number };
+  readonly heal: HealPolicy;
+  /** Reload mode; undefined in restart and alert-only mode. */
+  readonly reload: ReloadConfig | undefined;
+  /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
+  readonly warnings: readonly string[];
+}
+
+/** The long-running agent's loop, endpoints and log level. */
+export interface LoopConfig {
+  readonly listen: string;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly resyncMs: number;
+  readonly pollMs: number;
+  readonly heartbeatMs: number;
+}
+
+/** A setting every command that reads it defines with a default: its value. */
+function defaulted(settings: Settings, name: string): Sourced<string> {
+  const setting = settings.string(name);
+  if (!setting) throw new Error(`setting ${name} has no value and no default`);
+  return setting;
+}
+
+export function podSelection(settings: Settings): PodSelection {
+  return {
+    name: settings.string('pod'),
+    selfContainer: defaulted(settings, 'self-container').value,
+    containers: settings.list('container'),
+  };
+}
+
+export function agentConfig(command: string, settings: Settings): AgentConfig {
+  // (1)
+  const duration = (name: string) => durationSetting(command, settings, name);
+  const requestTimeoutMs = duration('request-timeout');
+  const verify = { graceMs: duration('grace'), debounceMs: duration('debounce') };
+  const minRestartIntervalMs = duration('min-restart-interval');
+  const settleMs = duration('reload-settle');
+
+  // (2)
+  const usage = (what: string, hint: string) =>
+    new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `${command}: ${what}`, { hint });
+  const onDrift = defaulted(settings, 'on-drift').value;
+  if (onDrift !== 'restart' && onDrift !== 'alert-only' && onDrift !== 'reload') {
+    throw usage(
+      `--on-drift ${onDrift} is not restart, alert-only or reload`,
+      'use --on-drift restart (default), alert-only or reload',
+    );
+  }
+  const reload = onDrift === 'reload' ? { trigger: reloadTrigger(settings, usage), settleMs } : undefined;
+  const fallback = defaulted(settings, 'reload-fallback').value;
+  if (fallback !== 'restart' && fallback !== 'alert-only') {
+    throw usage(
+      `--reload-fallback ${fallback} is not restart or alert-only`,
+      'use --reload-fallback restart (default) or alert-only',
+    );
+  }
+  const heal: HealPolicy = { mode: onDrift === 'reload' ? fallback : onDrift, minRestartIntervalMs };
+
+  // (3)
+  const mountRoot = defaulted(settings, 'mount-root');
+  if (!isDirectory(mountRoot.value)) {
+    throw new ConfigSyncError(
+      'CS_CONFIG_MOUNT_ROOT',
+      'config',
+      `${command}: the mount root ${mountRoot.value} (from ${mountRoot.source}) is not a directory`,
+      {
+        hint: "--mount-root is where the app's mount paths are in the agent's filesystem: / in the sidecar, the directory that holds etc/... elsewhere",
+        details: { path: mountRoot.value },
+      },
+    );
+  }
+
+  // (4)
+  const watch = settings.list('watch').map((raw) => {
+    const spec = parseWatchSpec(raw);
+    if (!spec.path) {
+      throw new ConfigSyncError(
+        'CS_USAGE_BAD_WATCH',
+        'usage',
+        `--watch ${raw}: ${command} needs the mount path too`,
+        { hint: 'write PATH=configmap/NAME, e.g. --watch /etc/app=configmap/app-config' },
+      );
+    }
+    return { ...spec, path: spec.path };
+  });
+  const pod = podSelection(settings);
+  if (pod.name && !isObjectName(pod.name.value)) {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_NAME',
+      'usage',
+      `${command}: Pod name "${pod.name.value}" from ${pod.name.source} is not a Pod name`,
+      {
+        hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass the name --pod as kubectl get pods shows it',
+        details: { name: pod.name.value, source: pod.name.source },
+      },
+    );
+  }
+
+  // (5) A grace shorter than the debounce turns the two windows around. --grace 0s is the one
+  // exception: it says "do not wait for kubelet at all", which `heal --dry-run --grace 0s` uses
+  // on purpose to see the plan now.
+  const warnings: string[] = [];
+  if (verify.graceMs > 0 && verify.graceMs < verify.debounceMs) {
+    warnings.push(
+      `--grace ${defaulted(settings, 'grace').value} is shorter than --debounce ${defaulted(settings, 'debounce').value}: a volume kubelet updates counts as drifted sooner than a subPath file, env var or immutable source, which kubelet never updates`,
+    );
+  }
+
+  return {
+    command,
+    scope: scopeFlags(settings),
+    requestTimeoutMs,
+    pod,
+    watch,
+    mountRoot: mountRoot.value,
+    stateDir: defaulted(settings, 'state-dir').value,
+    verify,
+    heal,
+    reload,
+    warnings,
+  };
+}
+
+export function loopConfig(settings: Settings): LoopConfig {
+  const logLevel = defaulted(settings, 'log-level').value;
+  if (logLevel !== 'debug' && logLevel !== 'info' && logLevel !== 'warn' && logLevel !== 'error') {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_FLAG',
+      'usage',
+      `agent: --log-level ${logLevel} is not debug, info, warn or error`,
+      { hint: 'use --log-level info (default)' },
+    );
+  }
+  const listen = defaulted(settings, 'listen').value;
+  parseListen(listen);
+  const duration = (name: string) => durationSetting('agent', settings, name);
+  return {
+    listen,
+    logLevel,
+    resyncMs: duration('resync'),
+    pollMs: duration('poll'),
+    heartbeatMs: duration('heartbeat'),
+  };
+}
+
+/** --reload-url, or --reload-signal with --reload-process: exactly one way to tell the app. */
+function reloadTrigger(
+  settings: Settings,
+  usage: (what: string, hint: string) => ConfigSyncError,
+): ReloadTrigger {
+  const url = settings.string('reload-url')?.value;
+  const signal = settings.string('reload-signal')?.value;
+  const proc = settings.string('reload-process')?.value;
+  const hint =
+    'pass --reload-url http://127.0.0.1:PORT/PATH, or --reload-signal SIGHUP with --reload-process NAME';
+  if (url && signal) throw usage('--reload-url and --reload-signal are both set', hint);
+  if (url) {
+    if (!/^https?:\/\//.test(url)) throw usage(`--reload-url ${url} is not an http(s) URL`, hint);
+    return { kind: 'http', url };
+  }
+  if (signal) {
+    if (!/^SIG[A-Z0-9]+$/.test(signal) || !(signal in osConstants.signals))
+      throw usage(`--reload-signal ${signal} is not a signal`, hint);
+    if (!proc) throw usage('--reload-signal needs --reload-process', hint);
+    return { kind: 'signal', signal: signal as NodeJS.Signals, process: proc };
+  }
+  throw usage('--on-drift reload needs a way to tell the app', hint);
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
