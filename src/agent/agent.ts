@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { LoopConfig, ReloadConfig } from '../config/agent-config.ts';
 import { referencedSources, type SourceRef, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
-import { findOwner, readWorkload } from '../heal/owner.ts';
+import { findOwner, readWorkload, resolveOwner } from '../heal/owner.ts';
 import type { OwnerState, Plan, WorkloadKind } from '../heal/planner.ts';
 import { appStartedBeforeSwap, triggerReload } from '../heal/reload.ts';
 import {
@@ -39,7 +39,6 @@ import {
   restartReport,
 } from '../heal/report.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
-import { resourcePath } from '../kube/resources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { statusToWrite, type WrittenStatus } from '../status/condition.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
@@ -50,7 +49,7 @@ import { SourceWatch } from '../watch/api-watch.ts';
 import { watchFiles } from '../watch/file-watch.ts';
 import { readSource } from '../watch/read-source.ts';
 import { DATA_LINK, readVolume } from '../watch/read-volume.ts';
-import { planFor, resolveOwner } from './oneshot.ts';
+import { planFor } from './oneshot.ts';
 import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';
 import { type Runtime, writeEnvBaselines } from './runtime.ts';
 import { verdictNews } from './verdict-changes.ts';
@@ -145,10 +144,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function currentOwner(): Promise<OwnerState> {
     if (!ownerRef && rt.pod) {
       const found = await findOwner(rt.client, rt.namespace, rt.pod);
-      if ('unsupported' in found) return { type: 'unsupported', description: found.unsupported };
+      if (found.type === 'unsupported') return found;
       ownerRef = found;
     }
-    if (!ownerRef) return resolveOwner(rt, rt.pod);
+    if (!ownerRef) return resolveOwner(rt.client, rt.namespace, rt.pod);
     try {
       return await readWorkload(rt.client, rt.namespace, ownerRef.kind, ownerRef.name);
     } catch (error) {
@@ -388,9 +387,11 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function refreshStarts(): Promise<boolean> {
     if (!podRef) return false;
     try {
-      const pod = await rt.client.get<V1Pod>(
-        resourcePath({ resource: 'pods', namespace: rt.namespace, name: podRef.name }),
-      );
+      const pod = await rt.client.get<V1Pod>({
+        resource: 'pods',
+        namespace: rt.namespace,
+        name: podRef.name,
+      });
       const fresh = containerStarts(pod, agentStartedAt);
       const changed = JSON.stringify(fresh.byContainer) !== JSON.stringify(starts.byContainer);
       starts = fresh;

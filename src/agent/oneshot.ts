@@ -1,7 +1,6 @@
 // One pass without watches, for `check` and `heal`: read every source once, verify, find the
 // owner and plan. Stateless: the grace window is measured from the API's own change time.
-import type { V1Pod } from '@kubernetes/client-node';
-import { findOwner, readWorkload } from '../heal/owner.ts';
+import { resolveOwner } from '../heal/owner.ts';
 import { type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import { configVersion, type SourceLookup } from '../verify/expected.ts';
@@ -23,13 +22,6 @@ export async function readAllSources(rt: Runtime): Promise<Map<string, SourceSta
   return new Map(states.map((s, i) => [refKey(rt.sources[i] as (typeof rt.sources)[number]), s]));
 }
 
-export async function resolveOwner(rt: Runtime, pod: V1Pod | undefined): Promise<OwnerState> {
-  if (!pod) return { type: 'unsupported', description: 'no Pod (explicit --watch targets only)' };
-  const owner = await findOwner(rt.client, rt.namespace, pod);
-  if ('unsupported' in owner) return { type: 'unsupported', description: owner.unsupported };
-  return readWorkload(rt.client, rt.namespace, owner.kind, owner.name);
-}
-
 export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> {
   const sources = await readAllSources(rt);
   const lookup = (ref: { kind: 'ConfigMap' | 'Secret'; name: string }) => sources.get(refKey(ref));
@@ -45,7 +37,7 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
   });
   const needsOwner = verdicts.some((v) => v.state === 'Drifted' || v.state === 'Missing');
   const owner: OwnerState = needsOwner
-    ? await resolveOwner(rt, rt.pod)
+    ? await resolveOwner(rt.client, rt.namespace, rt.pod)
     : { type: 'unsupported', description: 'not needed' };
   return { verdicts, plan: planFor(rt, verdicts, owner, lookup, now), sources };
 }
@@ -62,6 +54,9 @@ export function planFor(
     verdicts,
     owner,
     podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
+    podCreatedAt: rt.pod?.metadata?.creationTimestamp
+      ? new Date(rt.pod.metadata.creationTimestamp).getTime()
+      : undefined,
     expectedConfigHash: configVersion(lookup, rt.sources),
     policy: rt.healPolicy,
     now,

@@ -13,9 +13,7 @@ import {
 import { ConfigSyncError } from '../errors.ts';
 import type { HealPolicy } from '../heal/planner.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
-import { explainApiError } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
-import { resourcePath } from '../kube/resources.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import { keyedFingerprint, keyId } from '../verify/fingerprint.ts';
@@ -75,11 +73,7 @@ export async function openRuntime(
   let pod: V1Pod | undefined;
   const podName = config.pod.name?.value;
   if (podName) {
-    try {
-      pod = await client.get<V1Pod>(resourcePath({ resource: 'pods', namespace, name: podName }));
-    } catch (error) {
-      throw explainApiError(error, { verb: 'get', resource: 'pods', namespace, name: podName }, scope);
-    }
+    pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName });
     const discovery = discoverTargets(pod, {
       self: config.pod.selfContainer,
       containers: config.pod.containers,

@@ -10,11 +10,11 @@ import type {
 } from '@kubernetes/client-node';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
-import { controllerOf } from '../heal/owner.ts';
-import { type ApiRequest, describeRequest, explainApiError } from '../kube/api-errors.ts';
+import { controllerOf, podOwnerStep, replicaSetOwnerStep } from '../heal/owner.ts';
+import { describeRequest } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { type AccessNeed, requiredAccess, type WorkloadKind } from '../kube/permissions.ts';
-import { resourcePath } from '../kube/resources.ts';
+import { type AccessNeed, requiredAccess } from '../kube/permissions.ts';
+import { REPLICA_SET, RESTARTABLE_KINDS, type WorkloadKind } from '../kube/resources.ts';
 import type { Scope, Sourced } from '../kube/scope.ts';
 
 export interface Problem {
@@ -72,8 +72,8 @@ export interface DoctorInput {
  * Steps:
  *  (1) identity: SelfSubjectReview; a 401 here means nothing else can work, so stop;
  *  (2) server version;
- *  (3) the agent's Pod (if named): its targets and its owner chain (ReplicaSet -> Deployment,
- *      or StatefulSet / DaemonSet);
+ *  (3) the agent's Pod (if named): its targets and its owner chain, walked as the agent walks
+ *      it (heal/owner.ts: ReplicaSet -> Deployment or Rollout, or StatefulSet / DaemonSet);
  *  (4) one SelfSubjectAccessReview per need for those targets.
  */
 export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport> {
@@ -89,30 +89,22 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   let identity: DoctorReport['identity'];
   try {
     const review = await client.create<V1SelfSubjectReview>(
-      resourcePath({ group: 'authentication.k8s.io', resource: 'selfsubjectreviews' }),
+      { group: 'authentication.k8s.io', resource: 'selfsubjectreviews' },
       { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
     );
     const u = review.status?.userInfo ?? {};
     identity = { username: u.username ?? '', groups: u.groups ?? [], extra: u.extra ?? {} };
   } catch (error) {
-    problems.push(
-      problemOf(
-        explainApiError(
-          error,
-          { verb: 'create', resource: 'selfsubjectreviews', group: 'authentication.k8s.io' },
-          scope,
-        ),
-      ),
-    );
+    problems.push(problemOf(error));
     return { ...base, sources: [], access: [], problems };
   }
 
   // (2)
   let serverVersion: string | undefined;
   try {
-    serverVersion = (await client.get<VersionInfo>('/version')).gitVersion;
+    serverVersion = (await client.get<VersionInfo>({ path: '/version' })).gitVersion;
   } catch (error) {
-    problems.push(problemOf(explainApiError(error, { verb: 'get', resource: '/version' }, scope)));
+    problems.push(problemOf(error));
   }
 
   if (!namespace) {
@@ -129,10 +121,9 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   // A read that RBAC refuses is reported by the permission matrix (step 4) itself; here it only
   // means that what would have been learned from the object is unknown. Any other failure is a
   // problem of its own.
-  const reportReadFailure = (error: unknown, request: ApiRequest, what: string, consequence: string) => {
-    const explained = explainApiError(error, request, scope);
-    if (explained.code !== 'CS_API_FORBIDDEN') {
-      problems.push(problemOf(explained));
+  const reportReadFailure = (error: unknown, what: string, consequence: string) => {
+    if ((error as ConfigSyncError).code !== 'CS_API_FORBIDDEN') {
+      problems.push(problemOf(error));
       return;
     }
     notes.push(
@@ -148,48 +139,44 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   if (input.pod) {
     const podName = input.pod.value;
     try {
-      const pod = await client.get<V1Pod>(resourcePath({ resource: 'pods', namespace, name: podName }));
+      const pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName });
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
       for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
+      // The chain as the owner references show it, and the workload as the agent finds it.
       const owner = controllerOf(pod.metadata);
-      if (owner) {
-        ownerChain.push(`${owner.kind} ${owner.name}`);
-        if (owner.kind === 'ReplicaSet') {
-          replicaSet = owner.name;
-          try {
-            const rs = await client.get<V1ReplicaSet>(
-              resourcePath({ group: 'apps', resource: 'replicasets', namespace, name: owner.name }),
-            );
-            const top = controllerOf(rs.metadata);
-            if (top) ownerChain.push(`${top.kind} ${top.name}`);
-            if (top?.kind === 'Deployment') workload = { kind: 'Deployment', name: top.name };
-          } catch (error) {
-            const req = { verb: 'get', resource: 'replicasets', group: 'apps', namespace, name: owner.name };
-            // The Deployment controller names its ReplicaSets <deployment>-<pod-template-hash> and
-            // labels their Pods with that hash, so the owner can still be named for the matrix.
-            const hash = pod.metadata?.labels?.['pod-template-hash'];
-            const inferred =
-              hash && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -hash.length - 1) : undefined;
-            if (inferred) {
-              workload = { kind: 'Deployment', name: inferred };
-              ownerChain.push(`Deployment ${inferred} (inferred from the ReplicaSet name)`);
-            }
-            reportReadFailure(error, req, `ReplicaSet ${owner.name}`, 'its owner is not confirmed');
+      if (owner) ownerChain.push(`${owner.kind} ${owner.name}`);
+      else notes.push(`Pod ${podName} has no controller: drift is reported, never healed`);
+      let step = podOwnerStep(pod);
+      if (step.type === 'replicaset') {
+        const rsName = step.name;
+        replicaSet = rsName;
+        try {
+          const rs = await client.get<V1ReplicaSet>({ ...REPLICA_SET, namespace, name: rsName });
+          const top = controllerOf(rs.metadata);
+          if (top) ownerChain.push(`${top.kind} ${top.name}`);
+          step = replicaSetOwnerStep(rsName, rs.metadata);
+        } catch (error) {
+          // The Deployment controller names its ReplicaSets <deployment>-<pod-template-hash> and
+          // labels their Pods with that hash, so the owner can still be named for the matrix.
+          const hash = pod.metadata?.labels?.['pod-template-hash'];
+          const inferred =
+            hash && rsName.endsWith(`-${hash}`) ? rsName.slice(0, -hash.length - 1) : undefined;
+          if (inferred) {
+            workload = { kind: 'Deployment', name: inferred };
+            ownerChain.push(`Deployment ${inferred} (inferred from the ReplicaSet name)`);
           }
-        } else if (owner.kind === 'StatefulSet' || owner.kind === 'DaemonSet') {
-          workload = { kind: owner.kind, name: owner.name };
-        } else {
-          notes.push(
-            `owner ${owner.kind} ${owner.name} is not a Deployment, StatefulSet or DaemonSet: drift is reported, never healed`,
-          );
+          reportReadFailure(error, `ReplicaSet ${rsName}`, 'its owner is not confirmed');
         }
-      } else {
-        notes.push(`Pod ${podName} has no controller: drift is reported, never healed`);
+      }
+      if (step.type === 'workload') workload = { kind: step.kind, name: step.name };
+      else if (step.type === 'unsupported' && owner) {
+        notes.push(
+          `owner ${step.description} is not a ${RESTARTABLE_KINDS}: drift is reported, never healed`,
+        );
       }
     } catch (error) {
-      const req = { verb: 'get', resource: 'pods', namespace, name: podName };
-      reportReadFailure(error, req, `Pod ${podName}`, 'its ConfigMaps, Secrets and owner are unknown');
+      reportReadFailure(error, `Pod ${podName}`, 'its ConfigMaps, Secrets and owner are unknown');
     }
   } else {
     notes.push(
@@ -205,7 +192,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     ...(replicaSet ? { replicaSet } : {}),
     ...(workload ? { workload } : {}),
   });
-  const reviews = resourcePath({ group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews' });
+  const reviews = { group: 'authorization.k8s.io', resource: 'selfsubjectaccessreviews' };
   const access = await Promise.all(
     needs.map(async (need): Promise<CheckedNeed> => {
       try {
@@ -226,15 +213,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
         const reason = review.status?.reason || review.status?.evaluationError;
         return { ...need, allowed: review.status?.allowed === true, ...(reason ? { reason } : {}) };
       } catch (error) {
-        problems.push(
-          problemOf(
-            explainApiError(
-              error,
-              { verb: 'create', resource: 'selfsubjectaccessreviews', group: 'authorization.k8s.io' },
-              scope,
-            ),
-          ),
-        );
+        problems.push(problemOf(error));
         return { ...need, allowed: false, reason: 'could not be checked' };
       }
     }),

@@ -2,20 +2,31 @@
 // for the caller to re-read and re-plan (controller-runtime style), never retried blindly.
 
 import { ANNOTATION } from '../kube/annotations.ts';
-import { explainApiError } from '../kube/api-errors.ts';
+import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { resourcePath, WORKLOAD_RESOURCE } from '../kube/resources.ts';
+import { type RestartMethod, WORKLOADS, workloadRef } from '../kube/resources.ts';
 import type { Plan } from './planner.ts';
 
 export type RestartOutcome = 'restarted' | 'conflict';
 
 /**
- * Patches the pod template's annotations, which makes the controller roll the pods:
- * `kubectl.kubernetes.io/restartedAt` (what `kubectl rollout restart` writes, so rollout
- * history and status understand it) and `config-sync.io/config-hash` (how siblings dedupe).
+ * The restart patch, by the kind's RestartMethod (kube/resources.ts):
+ *  - template-annotations: the pod template's `kubectl.kubernetes.io/restartedAt` (what `kubectl
+ *    rollout restart` writes, so rollout history and status understand it) and
+ *    `config-sync.io/config-hash` (how siblings dedupe); the controller rolls the Pods;
+ *  - restart-at: Argo Rollouts' `spec.restartAt`, with the same two annotations on the Rollout
+ *    itself (its template is left alone: a changed template is a new revision, a full rollout).
  * The patch carries the resourceVersion the plan was made from: the API server refuses it with
  * 409 if the workload changed since, and the caller re-reads and re-decides.
  */
+export function restartPatch(method: RestartMethod, resourceVersion: string, configHash: string, now: Date) {
+  const annotations = { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: configHash };
+  if (method === 'restart-at') {
+    return { metadata: { resourceVersion, annotations }, spec: { restartAt: now.toISOString() } };
+  }
+  return { metadata: { resourceVersion }, spec: { template: { metadata: { annotations } } } };
+}
+
 export async function restartWorkload(
   client: KubeClient,
   namespace: string,
@@ -25,30 +36,13 @@ export async function restartWorkload(
   const w = plan.workload;
   if (plan.decision !== 'restart' || !w)
     throw new Error(`restartWorkload called with a ${plan.decision} plan`);
-  const body = {
-    metadata: { resourceVersion: w.resourceVersion },
-    spec: {
-      template: {
-        metadata: {
-          annotations: {
-            [ANNOTATION.restartedAt]: now.toISOString(),
-            [ANNOTATION.configHash]: plan.configHash,
-          },
-        },
-      },
-    },
-  };
-  const resource = WORKLOAD_RESOURCE[w.kind];
+  const body = restartPatch(WORKLOADS[w.kind].restart, w.resourceVersion, plan.configHash, now);
   try {
-    await client.patch(resourcePath({ group: 'apps', resource, namespace, name: w.name }), body, 'merge');
+    await client.patch(workloadRef(w.kind, namespace, w.name), body, 'merge');
     return 'restarted';
   } catch (error) {
-    if ((error as { code?: number }).code === 409) return 'conflict';
-    throw explainApiError(
-      error,
-      { verb: 'patch', resource, group: 'apps', namespace, name: w.name },
-      client.scope,
-    );
+    if (apiStatus(error) === 409) return 'conflict';
+    throw error;
   }
 }
 
@@ -79,8 +73,9 @@ export async function emitEvent(
   type: 'Normal' | 'Warning',
   now: Date,
 ): Promise<void> {
-  try {
-    await client.create(resourcePath({ resource: 'events', namespace: pod.namespace }), {
+  await client.create(
+    { resource: 'events', namespace: pod.namespace },
+    {
       metadata: { generateName: `${pod.name}.config-sync.`, namespace: pod.namespace },
       involvedObject: {
         apiVersion: 'v1',
@@ -98,12 +93,6 @@ export async function emitEvent(
       firstTimestamp: now.toISOString(),
       lastTimestamp: now.toISOString(),
       count: 1,
-    });
-  } catch (error) {
-    throw explainApiError(
-      error,
-      { verb: 'create', resource: 'events', namespace: pod.namespace },
-      client.scope,
-    );
-  }
+    },
+  );
 }

@@ -1,78 +1,100 @@
-// Finds the workload that owns a Pod: Pod -> ReplicaSet -> Deployment, or a StatefulSet or
-// DaemonSet directly. Anything else (a Job, a bare Pod, a custom controller) is reported and
-// never touched.
-import type {
-  V1DaemonSet,
-  V1Deployment,
-  V1ObjectMeta,
-  V1OwnerReference,
-  V1Pod,
-  V1ReplicaSet,
-  V1StatefulSet,
-} from '@kubernetes/client-node';
-import { explainApiError } from '../kube/api-errors.ts';
+// Finds the workload that owns a Pod, by the one table of workload kinds (kube/resources.ts): the
+// Pod's controller is the workload itself (StatefulSet, DaemonSet), or a ReplicaSet whose
+// controller is (Deployment, Argo Rollout). Anything else (a Job, a bare Pod, a custom
+// controller, a ReplicaSet of its own) is reported and never touched.
+//
+// The walk is two pure steps around one read, so that the agent, check/heal and doctor follow
+// the same chain:
+//  (1) podOwnerStep: the Pod's controller reference -> a workload, a ReplicaSet to read, or
+//      unsupported;
+//  (2) replicaSetOwnerStep: the ReplicaSet's controller -> a workload reached through a
+//      ReplicaSet, or unsupported.
+import type { V1ObjectMeta, V1OwnerReference, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
-import { resourcePath, WORKLOAD_RESOURCE } from '../kube/resources.ts';
-import type { OwnerState, WorkloadKind } from './planner.ts';
+import { REPLICA_SET, WORKLOADS, type WorkloadKind, workloadRef, workloadType } from '../kube/resources.ts';
+import type { OwnerState } from './planner.ts';
 
 /** The owner reference marked as controller, if any. */
 export function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference | undefined {
   return meta?.ownerReferences?.find((r) => r.controller);
 }
 
+export type ResolvedOwner =
+  | { readonly type: 'workload'; readonly kind: WorkloadKind; readonly name: string }
+  | { readonly type: 'unsupported'; readonly description: string };
+
+export type OwnerStep = ResolvedOwner | { readonly type: 'replicaset'; readonly name: string };
+
+/** (1) */
+export function podOwnerStep(pod: V1Pod): OwnerStep {
+  const owner = controllerOf(pod.metadata);
+  if (!owner) return { type: 'unsupported', description: `Pod ${pod.metadata?.name} (no controller)` };
+  if (owner.kind === 'ReplicaSet' && owner.apiVersion === `${REPLICA_SET.group}/v1`)
+    return { type: 'replicaset', name: owner.name };
+  const w = workloadType(owner.apiVersion, owner.kind);
+  if (w && !w.viaReplicaSet) return { type: 'workload', kind: w.kind, name: owner.name };
+  return { type: 'unsupported', description: `${owner.kind} ${owner.name}` };
+}
+
+/** (2) */
+export function replicaSetOwnerStep(name: string, meta: V1ObjectMeta | undefined): ResolvedOwner {
+  const top = controllerOf(meta);
+  const w = top && workloadType(top.apiVersion, top.kind);
+  if (top && w?.viaReplicaSet) return { type: 'workload', kind: w.kind, name: top.name };
+  return {
+    type: 'unsupported',
+    description: `ReplicaSet ${name}${top ? ` (owned by ${top.kind} ${top.name})` : ' (no owner)'}`,
+  };
+}
+
+/** The owning workload's kind and name, reading the ReplicaSet between a Deployment or Rollout and its Pods. */
+export async function findOwner(client: KubeClient, namespace: string, pod: V1Pod): Promise<ResolvedOwner> {
+  const step = podOwnerStep(pod);
+  if (step.type !== 'replicaset') return step;
+  const rs = await client.get<V1ReplicaSet>({ ...REPLICA_SET, namespace, name: step.name });
+  return replicaSetOwnerStep(step.name, rs.metadata);
+}
+
+interface WorkloadObject {
+  readonly metadata?: V1ObjectMeta;
+  readonly spec?: { readonly template?: { readonly metadata?: V1ObjectMeta } };
+}
+
+/**
+ * The workload as the planner needs it: its resourceVersion (the restart is conditional on it)
+ * and the annotations a restart writes, where its kind keeps them (kube/resources.ts,
+ * RestartMethod): the pod template's, or the object's own for a Rollout.
+ */
 export async function readWorkload(
   client: KubeClient,
   namespace: string,
   kind: WorkloadKind,
   name: string,
 ): Promise<OwnerState> {
-  const resource = WORKLOAD_RESOURCE[kind];
-  try {
-    const obj = await client.get<V1Deployment | V1StatefulSet | V1DaemonSet>(
-      resourcePath({ group: 'apps', resource, namespace, name }),
-    );
-    return {
-      type: 'workload',
-      workload: {
-        kind,
-        name,
-        resourceVersion: obj.metadata?.resourceVersion ?? '',
-        templateAnnotations: obj.spec?.template.metadata?.annotations ?? {},
-      },
-    };
-  } catch (error) {
-    throw explainApiError(error, { verb: 'get', resource, group: 'apps', namespace, name }, client.scope);
-  }
+  const obj = await client.get<WorkloadObject>(workloadRef(kind, namespace, name));
+  const kept =
+    WORKLOADS[kind].restart === 'restart-at'
+      ? obj.metadata?.annotations
+      : obj.spec?.template?.metadata?.annotations;
+  return {
+    type: 'workload',
+    workload: {
+      kind,
+      name,
+      resourceVersion: obj.metadata?.resourceVersion ?? '',
+      restartAnnotations: kept ?? {},
+    },
+  };
 }
 
-/** The owning workload's kind and name, reading the ReplicaSet between a Deployment and its Pods. */
-export async function findOwner(
+/** Owner lookup and read in one, for the one-shot commands: unsupported when there is no Pod. */
+export async function resolveOwner(
   client: KubeClient,
   namespace: string,
-  pod: V1Pod,
-): Promise<{ kind: WorkloadKind; name: string } | { unsupported: string }> {
-  const owner = controllerOf(pod.metadata);
-  if (!owner) return { unsupported: `Pod ${pod.metadata?.name} (no controller)` };
-  if (owner.kind === 'StatefulSet' || owner.kind === 'DaemonSet')
-    return { kind: owner.kind, name: owner.name };
-  if (owner.kind !== 'ReplicaSet') return { unsupported: `${owner.kind} ${owner.name}` };
-  let rsMeta: V1ObjectMeta | undefined;
-  try {
-    rsMeta = (
-      await client.get<V1ReplicaSet>(
-        resourcePath({ group: 'apps', resource: 'replicasets', namespace, name: owner.name }),
-      )
-    ).metadata;
-  } catch (error) {
-    throw explainApiError(
-      error,
-      { verb: 'get', resource: 'replicasets', group: 'apps', namespace, name: owner.name },
-      client.scope,
-    );
-  }
-  const top = controllerOf(rsMeta);
-  if (top?.kind === 'Deployment') return { kind: 'Deployment', name: top.name };
-  return {
-    unsupported: `ReplicaSet ${owner.name}${top ? ` (owned by ${top.kind} ${top.name})` : ' (no Deployment)'}`,
-  };
+  pod: V1Pod | undefined,
+): Promise<OwnerState> {
+  if (!pod) return { type: 'unsupported', description: 'no Pod (explicit --watch targets only)' };
+  const owner = await findOwner(client, namespace, pod);
+  if (owner.type === 'unsupported') return owner;
+  return readWorkload(client, namespace, owner.kind, owner.name);
 }

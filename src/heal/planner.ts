@@ -6,7 +6,7 @@ import type { Verdict } from '../verify/verdict.ts';
 export type HealMode = 'restart' | 'alert-only';
 
 import { ANNOTATION } from '../kube/annotations.ts';
-import type { WorkloadKind } from '../kube/resources.ts';
+import { RESTARTABLE_KINDS, WORKLOADS, type WorkloadKind } from '../kube/resources.ts';
 
 export type { WorkloadKind };
 
@@ -14,8 +14,11 @@ export interface WorkloadState {
   readonly kind: WorkloadKind;
   readonly name: string;
   readonly resourceVersion: string;
-  /** The pod template's annotations (config hash, restartedAt). */
-  readonly templateAnnotations: Readonly<Record<string, string>>;
+  /**
+   * The annotations a restart writes (config hash, restartedAt), where its kind keeps them: the
+   * pod template's, or the object's own for a kind restarted through spec.restartAt.
+   */
+  readonly restartAnnotations: Readonly<Record<string, string>>;
 }
 
 export type OwnerState =
@@ -32,6 +35,8 @@ export interface PlanInput {
   readonly owner: OwnerState;
   /** The pod's own config hash annotation, inherited from the template it was created from. */
   readonly podConfigHash: string | undefined;
+  /** When the pod was created (ms): for a kind whose Pods do not inherit the config hash. */
+  readonly podCreatedAt?: number | undefined;
   /** The digest of every source as the API has it now. */
   readonly expectedConfigHash: string;
   readonly policy: HealPolicy;
@@ -64,11 +69,13 @@ export interface Plan {
  *  (2) a source gone from the API (SourceMissing): alert, never restart, even if others drift:
  *      new pods could not mount it, so a restart would break a working pod;
  *  (3) nothing drifted: nothing to do (InSync, Propagating and Unknown wait);
- *  (4) an owner that is not a Deployment, StatefulSet or DaemonSet: alert, never touch it;
+ *  (4) an owner config-sync does not restart (kube/resources.ts, WORKLOADS): alert, never touch it;
  *  (5) mode alert-only: alert;
- *  (6) the template already carries the expected config hash: if this pod was created from it,
- *      the restart did not heal: open the circuit (alert, no second restart); otherwise a
- *      sibling restarted it already: deduped;
+ *  (6) the workload already carries the expected config hash: if this pod was created by that
+ *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
+ *      a sibling restarted it already: deduped. A pod was created by the restart when it carries
+ *      the hash (inherited from the template), or, for a kind whose Pods do not inherit it
+ *      (spec.restartAt), when it was created in the second of the restart or later;
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
  *  (8) restart, conditional on the resourceVersion that was read.
  */
@@ -110,7 +117,7 @@ export function planHeal(input: PlanInput): Plan {
       ...base,
       decision: 'alert',
       alert: 'UnsupportedOwner',
-      reasons: [...why, `not restarting: ${owner.description} is not a Deployment, StatefulSet or DaemonSet`],
+      reasons: [...why, `not restarting: ${owner.description} is not a ${RESTARTABLE_KINDS}`],
     };
   }
   const w = owner.workload;
@@ -126,8 +133,15 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6)
-  if (w.templateAnnotations[ANNOTATION.configHash] === configHash) {
-    if (input.podConfigHash === configHash) {
+  const last = Date.parse(w.restartAnnotations[ANNOTATION.restartedAt] ?? '');
+  if (w.restartAnnotations[ANNOTATION.configHash] === configHash) {
+    const createdByRestart =
+      input.podConfigHash === configHash ||
+      (WORKLOADS[w.kind].restart === 'restart-at' &&
+        input.podCreatedAt !== undefined &&
+        !Number.isNaN(last) &&
+        input.podCreatedAt >= Math.floor(last / 1000) * 1000);
+    if (createdByRestart) {
       return {
         ...base,
         workload,
@@ -150,7 +164,6 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (7)
-  const last = Date.parse(w.templateAnnotations[ANNOTATION.restartedAt] ?? '');
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
     return {

@@ -1,12 +1,13 @@
-// `config-sync inject`: adds the sidecar to the Pods of Deployments, StatefulSets, DaemonSets,
-// bare Pods and Lists of them, in a stream of YAML documents. Pure: text in, text out.
+// `config-sync inject`: adds the sidecar to the Pods of the workloads config-sync restarts
+// (kube/resources.ts, WORKLOADS), bare Pods and Lists of them, in a stream of YAML documents.
+// Pure: text in, text out.
 //
 // Steps:
 //  (1) split the stream at top-level `---` lines, as kubectl does, keeping each document's exact
 //      text; parse each (a YAML error is reported with its document and line, nothing written);
-//  (2) find the Pod specs: spec.template.spec of a workload, spec of a Pod, the same in each
-//      item of a List. Other workload kinds (Job, CronJob, ReplicaSet) are left alone with a
-//      note: config-sync restarts only Deployments, StatefulSets and DaemonSets;
+//  (2) find the Pod specs: the pod template's spec of a workload (where the table says its
+//      template is), spec of a Pod, the same in each item of a List. Other workload kinds (Job,
+//      CronJob, ReplicaSet) are left alone with a note: config-sync cannot restart them;
 //  (3) refuse what cannot work: a Pod spec that runs as another ServiceAccount, that turns the
 //      token off, or that has an app container named config-sync;
 //  (4) compute the sidecar; if the Pod already has it exactly, change nothing (idempotent);
@@ -16,6 +17,7 @@
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { type Document, isMap, isSeq, parseDocument } from 'yaml';
 import { ConfigSyncError } from '../errors.ts';
+import { RESTARTABLE_KINDS, workloadType } from '../kube/resources.ts';
 import { checkImageReference } from './image-ref.ts';
 import { isObject, podShapeProblem } from './pod-shape.ts';
 import {
@@ -34,7 +36,6 @@ export interface InjectResult {
   readonly notes: readonly string[];
 }
 
-const WORKLOADS = new Set(['Deployment', 'StatefulSet', 'DaemonSet']);
 const NOT_RESTARTABLE = new Set(['Job', 'CronJob', 'ReplicaSet', 'ReplicationController']);
 
 function injectError(code: string, message: string, hint: string, origin: string): ConfigSyncError {
@@ -90,12 +91,11 @@ function podSpecs(obj: Record<string, unknown>, base: Path, notes: string[], ori
       return podSpecs(item, [...base, 'items', i], notes, origin);
     });
   }
-  if (WORKLOADS.has(kind)) return [{ path: [...base, 'spec', 'template', 'spec'], what: `${kind} ${name}` }];
+  const workload = workloadType(typeof obj.apiVersion === 'string' ? obj.apiVersion : undefined, kind);
+  if (workload) return [{ path: [...base, ...workload.podTemplatePath, 'spec'], what: `${kind} ${name}` }];
   if (kind === 'Pod') return [{ path: [...base, 'spec'], what: `Pod ${name}` }];
   if (NOT_RESTARTABLE.has(kind)) {
-    notes.push(
-      `${kind} ${name} left alone: config-sync restarts only Deployments, StatefulSets and DaemonSets`,
-    );
+    notes.push(`${kind} ${name} left alone: config-sync restarts only the Pods of a ${RESTARTABLE_KINDS}`);
   }
   return [];
 }

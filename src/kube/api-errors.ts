@@ -56,6 +56,18 @@ function networkCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The HTTP status a failed request was answered with, whether the error is the transport's own
+ * or already explained (the client explains every failure; the status stays in its details).
+ */
+export function apiStatus(error: unknown): number | undefined {
+  if (error instanceof ConfigSyncError) {
+    const status = error.details?.status;
+    return typeof status === 'number' ? status : undefined;
+  }
+  return statusOf(error).code;
+}
+
 export function describeRequest(request: ApiRequest): string {
   const group = request.group ? `.${request.group}` : '';
   const name = request.name ? ` "${request.name}"` : '';

@@ -8,7 +8,13 @@
 // In a cluster the connection comes from the service-account volume (in-cluster-connection.ts).
 // From a kubeconfig it comes from client-node, which is loaded on the first request only in
 // that case (kubeconfig-connection.ts): the agent in a Pod never pays for it.
+//
+// A request names what it is about (a ResourceRef: group, resource, namespace, name), and a
+// failure comes back already explained (api-errors.ts): who was refused which verb on what, and
+// the fix. Callers never wrap errors themselves; the HTTP status stays readable with apiStatus().
+import { type ApiRequest, explainApiError } from './api-errors.ts';
 import { inClusterConnection } from './in-cluster-connection.ts';
+import { type ResourceRef, resourcePath } from './resources.ts';
 import type { Scope } from './scope.ts';
 import {
   type ConnectionSource,
@@ -17,7 +23,6 @@ import {
   type Transport,
   type TransportOptions,
   type WatchEvent,
-  type WatchOptions,
 } from './transport.ts';
 
 /** Patch types config-sync sends. */
@@ -30,22 +35,83 @@ export interface KubeClient {
   readonly scope: Scope;
   /** Requests sent, by verb (`get`, `list`, `watch`, `patch`, `create`, ...): for metrics and benchmarks. */
   readonly requests: Readonly<Record<string, number>>;
-  /** GET an object or a collection (a list). */
-  get<T>(path: string, query?: Query): Promise<T>;
-  create<T>(path: string, body: unknown): Promise<T>;
-  patch<T>(path: string, body: unknown, type: keyof typeof PATCH): Promise<T>;
-  watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
+  /** GET an object (`name` set) or a collection (a list), or a non-resource path such as `/version`. */
+  get<T>(target: ResourceRef | NonResourcePath, query?: Query): Promise<T>;
+  create<T>(target: ResourceRef, body: unknown): Promise<T>;
+  /** `query`: e.g. `{ dryRun: 'All' }` for a server-side dry run. */
+  patch<T>(target: ResourceRef, body: unknown, type: keyof typeof PATCH, query?: Query): Promise<T>;
+  watch(options: WatchRequest, onEvent: (event: WatchEvent) => void): Promise<void>;
+}
+
+/** A URL the API server serves outside its resources (`/version`, `/readyz`). */
+export interface NonResourcePath {
+  readonly path: string;
+}
+
+export interface WatchRequest {
+  /** The collection to watch. */
+  readonly target: ResourceRef;
+  readonly query?: Query;
+  readonly signal: AbortSignal;
+  /** Abort a stream silent for this long; bookmarks arrive about once a minute. */
+  readonly inactivityMs: number;
+}
+
+/**
+ * The request as an error names it: the verb RBAC checks, and the resource it is about. A list
+ * or watch with a `metadata.name` field selector is about that one object (RBAC authorizes it
+ * against resourceNames), so it is named too.
+ */
+function requestOf(verb: string, target: ResourceRef | NonResourcePath, query?: Query): ApiRequest {
+  if ('path' in target) return { verb, resource: target.path };
+  const selected = String(query?.fieldSelector ?? '').match(/^metadata\.name=(.+)$/)?.[1];
+  const name = target.name ?? selected;
+  return {
+    verb,
+    resource: target.subresource ? `${target.resource}/${target.subresource}` : target.resource,
+    ...(target.group ? { group: target.group } : {}),
+    ...(target.namespace !== undefined ? { namespace: target.namespace } : {}),
+    ...(name !== undefined ? { name } : {}),
+  };
 }
 
 export function createKubeClient(scope: Scope, options: TransportOptions = {}): KubeClient {
   const transport: Transport = createTransport(connectionFor(scope), options);
+  const explained = async <T>(request: ApiRequest, call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (error) {
+      throw explainApiError(error, request, scope);
+    }
+  };
+  const pathOf = (target: ResourceRef | NonResourcePath) =>
+    'path' in target ? target.path : resourcePath(target);
   return {
     scope,
     requests: transport.requests,
-    get: (path, query) => transport.request({ path, ...(query ? { query } : {}) }),
-    create: (path, body) => transport.request({ method: 'POST', path, body }),
-    patch: (path, body, type) => transport.request({ method: 'PATCH', path, body, contentType: PATCH[type] }),
-    watch: (options, onEvent) => transport.watch(options, onEvent),
+    get: (target, query) =>
+      explained(
+        requestOf('path' in target || target.name !== undefined ? 'get' : 'list', target, query),
+        () => transport.request({ path: pathOf(target), ...(query ? { query } : {}) }),
+      ),
+    create: (target, body) =>
+      explained(requestOf('create', target), () =>
+        transport.request({ method: 'POST', path: resourcePath(target), body }),
+      ),
+    patch: (target, body, type, query) =>
+      explained(requestOf('patch', target), () =>
+        transport.request({
+          method: 'PATCH',
+          path: resourcePath(target),
+          body,
+          contentType: PATCH[type],
+          ...(query ? { query } : {}),
+        }),
+      ),
+    watch: ({ target, ...rest }, onEvent) =>
+      explained(requestOf('watch', target, rest.query), () =>
+        transport.watch({ path: resourcePath(target), ...rest }, onEvent),
+      ),
   };
 }
 

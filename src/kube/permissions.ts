@@ -8,7 +8,7 @@
 // own Pod or ReplicaSet, whose names change with every rollout, nor for `create events`, which
 // cannot name an object that does not exist yet. Patching only its *own* Pod is enforced by the
 // ValidatingAdmissionPolicy in deploy/sidecar instead (RBAC cannot express it).
-import { SOURCE_RESOURCE, type SourceRef, WORKLOAD_RESOURCE, type WorkloadKind } from './resources.ts';
+import { REPLICA_SET, SOURCE_RESOURCE, type SourceRef, WORKLOADS, type WorkloadKind } from './resources.ts';
 
 export type { WorkloadKind };
 
@@ -29,7 +29,7 @@ export interface AccessContext {
   readonly namespace: string;
   readonly podName?: string;
   readonly sources: readonly SourceRef[];
-  /** The ReplicaSet between a Deployment and its Pods. */
+  /** The ReplicaSet between a Deployment or Rollout and its Pods. */
   readonly replicaSet?: string;
   readonly workload?: { readonly kind: WorkloadKind; readonly name: string };
 }
@@ -82,19 +82,19 @@ export function requiredAccess(ctx: AccessContext): AccessNeed[] {
   if (ctx.replicaSet) {
     need({
       verb: 'get',
-      group: 'apps',
-      resource: 'replicasets',
+      group: REPLICA_SET.group ?? '',
+      resource: REPLICA_SET.resource,
       name: ctx.replicaSet,
       pinName: false,
-      why: 'find the Deployment that owns its ReplicaSet',
+      why: 'find the workload that owns its ReplicaSet',
     });
   }
   if (ctx.workload) {
-    const resource = WORKLOAD_RESOURCE[ctx.workload.kind];
+    const { group, resource } = WORKLOADS[ctx.workload.kind];
     for (const verb of ['get', 'patch']) {
       need({
         verb,
-        group: 'apps',
+        group,
         resource,
         name: ctx.workload.name,
         pinName: true,

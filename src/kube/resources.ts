@@ -1,5 +1,7 @@
-// The API resource (plural) behind each kind config-sync reads or restarts: one table, used for
-// RBAC rules, SelfSubjectAccessReviews, request paths and error messages alike.
+// The kinds config-sync reads or restarts, and the API resource behind each: one table per role,
+// used for RBAC rules, SelfSubjectAccessReviews, request paths, owner lookup, the restart patch,
+// inject and error messages alike. Adding a workload kind is a row in WORKLOADS (and a rule in
+// the Role): nothing else has to be found by grep.
 /** The sources config-sync compares files against. */
 export type SourceKind = 'ConfigMap' | 'Secret';
 
@@ -8,13 +10,98 @@ export interface SourceRef {
   readonly name: string;
 }
 
-export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet';
+export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Rollout';
 
-export const WORKLOAD_RESOURCE: Readonly<Record<WorkloadKind, string>> = {
-  Deployment: 'deployments',
-  StatefulSet: 'statefulsets',
-  DaemonSet: 'daemonsets',
+/**
+ * How a workload is restarted:
+ *  - `template-annotations`: `kubectl rollout restart`'s way, a new annotation on the pod
+ *    template (kubectl.kubernetes.io/restartedAt), with config-sync's config hash beside it; the
+ *    new Pods inherit both;
+ *  - `restart-at`: Argo Rollouts' `spec.restartAt`, which replaces the Pods without a new
+ *    revision (a changed template would start a whole canary or blue-green rollout); the two
+ *    annotations go on the Rollout's own metadata instead, and its Pods do not carry them.
+ */
+export type RestartMethod = 'template-annotations' | 'restart-at';
+
+export interface WorkloadType {
+  readonly kind: WorkloadKind;
+  readonly group: string;
+  readonly version: string;
+  /** Plural resource. */
+  readonly resource: string;
+  /** Its Pods are owned by a ReplicaSet it owns, not by it directly. */
+  readonly viaReplicaSet: boolean;
+  /** Where its pod template is in the object (every kind here: spec.template). */
+  readonly podTemplatePath: readonly string[];
+  readonly restart: RestartMethod;
+}
+
+export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
+  Deployment: {
+    kind: 'Deployment',
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    viaReplicaSet: true,
+    podTemplatePath: ['spec', 'template'],
+    restart: 'template-annotations',
+  },
+  StatefulSet: {
+    kind: 'StatefulSet',
+    group: 'apps',
+    version: 'v1',
+    resource: 'statefulsets',
+    viaReplicaSet: false,
+    podTemplatePath: ['spec', 'template'],
+    restart: 'template-annotations',
+  },
+  DaemonSet: {
+    kind: 'DaemonSet',
+    group: 'apps',
+    version: 'v1',
+    resource: 'daemonsets',
+    viaReplicaSet: false,
+    podTemplatePath: ['spec', 'template'],
+    restart: 'template-annotations',
+  },
+  Rollout: {
+    kind: 'Rollout',
+    group: 'argoproj.io',
+    version: 'v1alpha1',
+    resource: 'rollouts',
+    viaReplicaSet: true,
+    podTemplatePath: ['spec', 'template'],
+    restart: 'restart-at',
+  },
 };
+
+/** The ReplicaSet between a Deployment or Rollout and its Pods. */
+export const REPLICA_SET: ResourceRef = { group: 'apps', resource: 'replicasets' };
+
+/**
+ * The workload kind an object or owner reference names (`apiVersion` and `kind`), if config-sync
+ * restarts it. A manifest with no apiVersion (inject's input may lack one) is matched by kind.
+ */
+export function workloadType(
+  apiVersion: string | undefined,
+  kind: string | undefined,
+): WorkloadType | undefined {
+  const group =
+    apiVersion === undefined ? undefined : apiVersion.includes('/') ? apiVersion.split('/')[0] : '';
+  return Object.values(WORKLOADS).find((w) => w.kind === kind && (group === undefined || w.group === group));
+}
+
+/** "a Deployment, StatefulSet, DaemonSet or Rollout": the kinds config-sync restarts, for messages. */
+export const RESTARTABLE_KINDS = (() => {
+  const kinds = Object.keys(WORKLOADS);
+  return `${kinds.slice(0, -1).join(', ')} or ${kinds.at(-1)}`;
+})();
+
+/** The REST reference of a workload object. */
+export function workloadRef(kind: WorkloadKind, namespace: string, name: string): ResourceRef {
+  const w = WORKLOADS[kind];
+  return { group: w.group, version: w.version, resource: w.resource, namespace, name };
+}
 
 export const SOURCE_RESOURCE: Readonly<Record<SourceKind, string>> = {
   ConfigMap: 'configmaps',

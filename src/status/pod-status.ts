@@ -3,9 +3,7 @@
 // resourceVersions. The agent calls it on a transition and at a bounded heartbeat, not on every
 // pass (status writes are API load on every pod).
 import { ANNOTATION, CONDITION_TYPE } from '../kube/annotations.ts';
-import { explainApiError } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { resourcePath } from '../kube/resources.ts';
 
 export interface PodStatusUpdate {
   readonly inSync: boolean;
@@ -26,32 +24,24 @@ export async function writePodStatus(
   pod: string,
   update: PodStatusUpdate,
 ): Promise<void> {
-  try {
-    await client.patch(
-      resourcePath({ resource: 'pods', namespace, name: pod, subresource: 'status' }),
-      {
-        status: {
-          conditions: [
-            {
-              type: CONDITION_TYPE,
-              status: update.inSync ? 'True' : 'False',
-              reason: update.reason,
-              message: update.message.slice(0, 1024),
-              lastTransitionTime: update.lastTransitionTime.toISOString(),
-              lastProbeTime: new Date().toISOString(),
-            },
-          ],
-        },
+  await client.patch(
+    { resource: 'pods', namespace, name: pod, subresource: 'status' },
+    {
+      status: {
+        conditions: [
+          {
+            type: CONDITION_TYPE,
+            status: update.inSync ? 'True' : 'False',
+            reason: update.reason,
+            message: update.message.slice(0, 1024),
+            lastTransitionTime: update.lastTransitionTime.toISOString(),
+            lastProbeTime: new Date().toISOString(),
+          },
+        ],
       },
-      'strategic',
-    );
-  } catch (error) {
-    throw explainApiError(
-      error,
-      { verb: 'patch', resource: 'pods/status', namespace, name: pod },
-      client.scope,
-    );
-  }
+    },
+    'strategic',
+  );
   if (update.lastConfigSync) {
     await annotatePod(client, namespace, pod, {
       [ANNOTATION.lastConfigSync]: update.lastConfigSync.toISOString(),
@@ -66,13 +56,5 @@ export async function annotatePod(
   pod: string,
   annotations: Record<string, string>,
 ): Promise<void> {
-  try {
-    await client.patch(
-      resourcePath({ resource: 'pods', namespace, name: pod }),
-      { metadata: { annotations } },
-      'merge',
-    );
-  } catch (error) {
-    throw explainApiError(error, { verb: 'patch', resource: 'pods', namespace, name: pod }, client.scope);
-  }
+  await client.patch({ resource: 'pods', namespace, name: pod }, { metadata: { annotations } }, 'merge');
 }

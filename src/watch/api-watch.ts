@@ -29,9 +29,9 @@
 import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
-import { explainApiError } from '../kube/api-errors.ts';
+import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { resourcePath, SOURCE_RESOURCE } from '../kube/resources.ts';
+import { type ResourceRef, SOURCE_RESOURCE } from '../kube/resources.ts';
 import { type SourceState, snapshotSource } from '../verify/source.ts';
 
 export interface SourceWatchEvents {
@@ -79,8 +79,8 @@ export class SourceWatch {
     this.clock = clock;
   }
 
-  private get path(): string {
-    return resourcePath({ resource: SOURCE_RESOURCE[this.ref.kind], namespace: this.namespace });
+  private get collection(): ResourceRef {
+    return { resource: SOURCE_RESOURCE[this.ref.kind], namespace: this.namespace };
   }
 
   /** A watch event's object: its change time includes when the agent saw it. */
@@ -105,25 +105,16 @@ export class SourceWatch {
   // (1)
   private async list(): Promise<void> {
     const fieldSelector = `metadata.name=${this.ref.name}`;
-    try {
-      const list = await this.client.get<V1ConfigMapList | V1SecretList>(this.path, { fieldSelector });
-      this.resourceVersion = list.metadata?.resourceVersion;
-      this.needList = false;
-      const item = list.items[0];
-      // The first list reports the object as it is; its changedAt comes from the API alone.
-      this.events.onState(
-        item
-          ? { state: 'present', snapshot: snapshotSource(this.ref, item) }
-          : { state: 'absent', ref: this.ref },
-      );
-    } catch (error) {
-      const resource = SOURCE_RESOURCE[this.ref.kind];
-      throw explainApiError(
-        error,
-        { verb: 'list', resource, namespace: this.namespace, name: this.ref.name },
-        this.client.scope,
-      );
-    }
+    const list = await this.client.get<V1ConfigMapList | V1SecretList>(this.collection, { fieldSelector });
+    this.resourceVersion = list.metadata?.resourceVersion;
+    this.needList = false;
+    const item = list.items[0];
+    // The first list reports the object as it is; its changedAt comes from the API alone.
+    this.events.onState(
+      item
+        ? { state: 'present', snapshot: snapshotSource(this.ref, item) }
+        : { state: 'absent', ref: this.ref },
+    );
   }
 
   /** One watch connection, from the last known version; resolves when the server closes it. */
@@ -141,7 +132,7 @@ export class SourceWatch {
     signal.addEventListener('abort', stop, { once: true });
     try {
       await this.client.watch(
-        { path: this.path, query, signal: stream.signal, inactivityMs: INACTIVITY_MS },
+        { target: this.collection, query, signal: stream.signal, inactivityMs: INACTIVITY_MS },
         // (3)
         ({ type, object }) => {
           const obj = object as (V1ConfigMap & { code?: number; message?: string }) | undefined;
@@ -157,18 +148,9 @@ export class SourceWatch {
         },
       );
     } catch (error) {
-      if ((error as { code?: number }).code === 410) throw new GoneError('410');
-      // A refused or failed watch says who was refused what, as a refused list does.
-      throw explainApiError(
-        error,
-        {
-          verb: 'watch',
-          resource: SOURCE_RESOURCE[this.ref.kind],
-          namespace: this.namespace,
-          name: this.ref.name,
-        },
-        this.client.scope,
-      );
+      if (apiStatus(error) === 410) throw new GoneError('410');
+      // A refused or failed watch says who was refused what (the client explained it).
+      throw error;
     } finally {
       signal.removeEventListener('abort', stop);
       this.stream = undefined;

@@ -3,9 +3,10 @@
 // turns API objects into verify's SourceState, and kube/ stays the ground floor. Used by one-shot commands and for the agent's initial list; the agent then follows
 // changes through watches (src/watch/api-watch.ts).
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { explainApiError } from '../kube/api-errors.ts';
+import type { ConfigSyncError } from '../errors.ts';
+import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { resourcePath, SOURCE_RESOURCE, type SourceRef } from '../kube/resources.ts';
+import { SOURCE_RESOURCE, type SourceRef } from '../kube/resources.ts';
 import { type SourceState, snapshotSource } from '../verify/source.ts';
 
 export async function readSource(
@@ -13,20 +14,17 @@ export async function readSource(
   namespace: string,
   ref: SourceRef,
 ): Promise<SourceState> {
-  const resource = SOURCE_RESOURCE[ref.kind];
   try {
-    const obj = await client.get<V1ConfigMap | V1Secret>(
-      resourcePath({ resource, namespace, name: ref.name }),
-    );
+    const obj = await client.get<V1ConfigMap | V1Secret>({
+      resource: SOURCE_RESOURCE[ref.kind],
+      namespace,
+      name: ref.name,
+    });
     const snapshot = snapshotSource(ref, obj);
     return { state: 'present', snapshot };
   } catch (error) {
-    if ((error as { code?: number }).code === 404) return { state: 'absent', ref };
-    const explained = explainApiError(
-      error,
-      { verb: 'get', resource, namespace, name: ref.name },
-      client.scope,
-    );
+    if (apiStatus(error) === 404) return { state: 'absent', ref };
+    const explained = error as ConfigSyncError;
     return { state: 'unreadable', ref, reason: `${explained.code}: ${explained.message}` };
   }
 }

@@ -7,9 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { explainApiError } from '../../src/kube/api-errors.ts';
+import type { ConfigSyncError } from '../../src/errors.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
-import { resourcePath } from '../../src/kube/resources.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../cluster/in-cluster.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -19,7 +18,7 @@ const ns = useNamespace('client');
 const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
 
 const readConfigMap = (client: KubeClient) =>
-  client.get<V1ConfigMap>(resourcePath({ resource: 'configmaps', namespace: ns.name, name: 'app-config' }));
+  client.get<V1ConfigMap>({ resource: 'configmaps', namespace: ns.name, name: 'app-config' });
 
 /** Open sockets and all descriptors of this process, from /proc. */
 function descriptors(): { sockets: number; total: number } {
@@ -131,7 +130,7 @@ describe('S6: one client, no leaks', () => {
       const stop = new AbortController();
       const stream = client.watch(
         {
-          path: resourcePath({ resource: 'configmaps', namespace: ns.name }),
+          target: { resource: 'configmaps', namespace: ns.name },
           query: { fieldSelector: 'metadata.name=app-config' },
           signal: stop.signal,
           inactivityMs: 30_000,
@@ -179,14 +178,15 @@ describe('refused requests', () => {
       rules,
     });
     const client = await createKubeClientWithToken(reader.token);
-    const request = { verb: 'get', resource: 'secrets', namespace: ns.name, name: 'db' };
-    let error: unknown;
+    const request = { target: { resource: 'secrets', namespace: ns.name, name: 'db' } };
+    // The client explains the refusal itself: the caller gets it ready to show.
+    let explained: ConfigSyncError | undefined;
     try {
-      await client.get(resourcePath({ resource: 'secrets', namespace: ns.name, name: 'db' }));
+      await client.get(request.target);
     } catch (e) {
-      error = e;
+      explained = e as ConfigSyncError;
     }
-    const explained = explainApiError(error, request, client.scope);
+    if (!explained) throw new Error('expected the read to be refused');
     expect(explained.code).toBe('CS_API_FORBIDDEN');
     expect(explained.message).toBe(`${reader.username} may not get secrets "db" in namespace "${ns.name}"`);
     expect(explained.hint).toContain(`Role and RoleBinding in namespace "${ns.name}"`);
@@ -254,9 +254,7 @@ describe('a kubeconfig whose user runs an exec credential plugin', () => {
     const cm = await readConfigMap(createKubeClient(scope));
     expect(cm.data).toEqual({ k: 'v' });
     // The agent's identity may not read Secrets: the token really was the plugin's.
-    const refused = await rejection(
-      createKubeClient(scope).get(resourcePath({ resource: 'secrets', namespace: ns.name })),
-    );
+    const refused = await rejection(createKubeClient(scope).get({ resource: 'secrets', namespace: ns.name }));
     expect(refused.code).toBe(403);
   });
 });

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/kube/client.ts';
-import { resourcePath } from '../../src/kube/resources.ts';
 import type { Scope } from '../../src/kube/scope.ts';
 import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
@@ -110,9 +109,13 @@ function agentClient() {
   return createKubeClient(agentScope);
 }
 
-const pod = (name: string) => resourcePath({ resource: 'pods', namespace: ns.name, name });
-const deploymentPath = (name: string) =>
-  resourcePath({ group: 'apps', resource: 'deployments', namespace: ns.name, name });
+const pod = (name: string) => ({ resource: 'pods', namespace: ns.name, name });
+const deploymentPath = (name: string) => ({
+  group: 'apps',
+  resource: 'deployments',
+  namespace: ns.name,
+  name,
+});
 
 describe('with exactly the shipped grants', () => {
   it('doctor, run as the agent in its pod, finds everything it needs', () => {
@@ -147,16 +150,14 @@ describe('with exactly the shipped grants', () => {
 describe('and nothing more', () => {
   it('cannot read an unrelated Secret', async () => {
     const { code, message } = await rejection(
-      agentClient().get(resourcePath({ resource: 'secrets', namespace: ns.name, name: 'unrelated' })),
+      agentClient().get({ resource: 'secrets', namespace: ns.name, name: 'unrelated' }),
     );
     expect(code).toBe(403);
     expect(message).toContain('cannot get resource "secrets"');
   });
 
   it('cannot list Secrets', async () => {
-    expect(
-      (await rejection(agentClient().get(resourcePath({ resource: 'secrets', namespace: ns.name })))).code,
-    ).toBe(403);
+    expect((await rejection(agentClient().get({ resource: 'secrets', namespace: ns.name }))).code).toBe(403);
   });
 
   it('cannot patch another Pod (admission policy)', async () => {
@@ -238,7 +239,7 @@ describe('and nothing more', () => {
 
   it('can still restart it: both restart annotations (a server-side dry run, so its Pod stays)', async () => {
     await agentClient().patch(
-      `${deploymentPath('web')}?dryRun=All`,
+      deploymentPath('web'),
       {
         spec: {
           template: {
@@ -252,10 +253,11 @@ describe('and nothing more', () => {
         },
       },
       'merge',
+      { dryRun: 'All' },
     );
   });
 
-  const podStatus = (name: string) => `${pod(name)}/status`;
+  const podStatus = (name: string) => ({ ...pod(name), subresource: 'status' });
   it.each([
     [
       'mark its Pod Ready',
@@ -313,8 +315,11 @@ describe('and nothing more', () => {
       'Role',
       'RoleBinding',
       'ServiceAccount',
+      // own Pod, own workload, own Rollout
       'ValidatingAdmissionPolicy',
       'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
       'ValidatingAdmissionPolicyBinding',
       'ValidatingAdmissionPolicyBinding',
     ]);

@@ -2,6 +2,8 @@
 // the file's own, created before its tests and deleted after.
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { ConfigSyncError } from '../../src/errors.ts';
+import { apiStatus } from '../../src/kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { resolveScope, type Scope } from '../../src/kube/scope.ts';
 import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
@@ -34,11 +36,20 @@ export function useNamespace(prefix: string): { readonly name: string; readonly 
   };
 }
 
-/** The status code of a rejected client-node call, and the API's own message. */
+/**
+ * The status code of a rejected call, and the API's own message: from config-sync's client (its
+ * explained error keeps both) or from client-node.
+ */
 export async function rejection(call: Promise<unknown>): Promise<{ code: number; message: string }> {
   try {
     await call;
   } catch (error) {
+    if (error instanceof ConfigSyncError) {
+      return {
+        code: apiStatus(error) ?? 0,
+        message: typeof error.cause === 'string' ? error.cause : error.message,
+      };
+    }
     const e = error as { code?: number; body?: unknown };
     const body =
       typeof e.body === 'string'

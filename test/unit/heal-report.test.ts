@@ -9,7 +9,7 @@ const plan = (p: Partial<Plan>): Plan =>
     decision: 'restart',
     configHash: 'c0ffee',
     reasons: ['app:/etc/log.yaml: SubPathStale: ...', 'restart Deployment web'],
-    workload: { kind: 'Deployment', name: 'web', resourceVersion: '7', templateAnnotations: {} },
+    workload: { kind: 'Deployment', name: 'web', resourceVersion: '7', restartAnnotations: {} },
     ...p,
   }) as Plan;
 

@@ -139,7 +139,7 @@ spec:
     const result = inject(job);
     expect(result.output).toBe(job);
     expect(result.notes).toEqual([
-      'Job migrate left alone: config-sync restarts only Deployments, StatefulSets and DaemonSets',
+      'Job migrate left alone: config-sync restarts only the Pods of a Deployment, StatefulSet, DaemonSet or Rollout',
     ]);
   });
 

@@ -37,7 +37,7 @@ const unknown: Verdict = { ...drifted, state: 'Unknown', reason: 'ApiUnreadable'
 
 const deployment = (annotations: Record<string, string> = {}): OwnerState => ({
   type: 'workload',
-  workload: { kind: 'Deployment', name: 'web', resourceVersion: '42', templateAnnotations: annotations },
+  workload: { kind: 'Deployment', name: 'web', resourceVersion: '42', restartAnnotations: annotations },
 });
 
 const input = (over: Partial<PlanInput> = {}): PlanInput => ({
@@ -121,7 +121,7 @@ describe('planHeal', () => {
     const plan = planHeal(input({ owner: { type: 'unsupported', description: 'Job batch-1' } }));
     expect(plan).toMatchObject({ decision: 'alert', alert: 'UnsupportedOwner' });
     expect(plan.reasons.at(-1)).toBe(
-      'not restarting: Job batch-1 is not a Deployment, StatefulSet or DaemonSet',
+      'not restarting: Job batch-1 is not a Deployment, StatefulSet, DaemonSet or Rollout',
     );
   });
 });

@@ -1,0 +1,225 @@
+// One table of workload kinds (kube/resources.ts) and what follows from a row of it: the owner
+// walk, the restart patch, the planner's circuit, the permissions, inject. Argo Rollouts is the
+// row that shows a new kind needs nothing else.
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { restartPatch } from '../../src/heal/executor.ts';
+import { podOwnerStep, replicaSetOwnerStep } from '../../src/heal/owner.ts';
+import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
+import { injectManifests } from '../../src/inject/inject.ts';
+import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
+import { ANNOTATION } from '../../src/kube/annotations.ts';
+import { requiredAccess, rulesFor } from '../../src/kube/permissions.ts';
+import { RESTARTABLE_KINDS, WORKLOADS, workloadRef, workloadType } from '../../src/kube/resources.ts';
+import type { Verdict } from '../../src/verify/verdict.ts';
+
+const owned = (apiVersion: string, kind: string, name: string) => ({
+  ownerReferences: [{ apiVersion, kind, name, uid: 'u', controller: true }],
+});
+const pod = (apiVersion: string, kind: string, name: string): V1Pod => ({
+  metadata: { name: 'p', ...owned(apiVersion, kind, name) },
+});
+
+describe('the workload table', () => {
+  it('names each kind by its group, so a Rollout of another group is not one', () => {
+    expect(workloadType('apps/v1', 'Deployment')?.resource).toBe('deployments');
+    expect(workloadType('argoproj.io/v1alpha1', 'Rollout')?.resource).toBe('rollouts');
+    expect(workloadType('example.com/v1', 'Rollout')).toBeUndefined();
+    expect(workloadType('batch/v1', 'Job')).toBeUndefined();
+    // A manifest without apiVersion (inject's input) is matched by kind alone.
+    expect(workloadType(undefined, 'StatefulSet')?.group).toBe('apps');
+  });
+
+  it('gives the REST reference of a workload from its row', () => {
+    expect(workloadRef('Rollout', 'shop', 'web')).toEqual({
+      group: 'argoproj.io',
+      version: 'v1alpha1',
+      resource: 'rollouts',
+      namespace: 'shop',
+      name: 'web',
+    });
+  });
+
+  it('names every kind in messages', () => {
+    expect(RESTARTABLE_KINDS).toBe('Deployment, StatefulSet, DaemonSet or Rollout');
+  });
+});
+
+describe('the owner walk', () => {
+  it.each([
+    [
+      'a StatefulSet directly',
+      pod('apps/v1', 'StatefulSet', 'db'),
+      { type: 'workload', kind: 'StatefulSet', name: 'db' },
+    ],
+    [
+      'a DaemonSet directly',
+      pod('apps/v1', 'DaemonSet', 'agent'),
+      { type: 'workload', kind: 'DaemonSet', name: 'agent' },
+    ],
+    [
+      'a ReplicaSet, to be read',
+      pod('apps/v1', 'ReplicaSet', 'web-7d9f'),
+      { type: 'replicaset', name: 'web-7d9f' },
+    ],
+    [
+      'a Job: unsupported',
+      pod('batch/v1', 'Job', 'migrate'),
+      { type: 'unsupported', description: 'Job migrate' },
+    ],
+    [
+      'a Rollout directly (it owns ReplicaSets, never Pods): unsupported',
+      pod('argoproj.io/v1alpha1', 'Rollout', 'web'),
+      { type: 'unsupported', description: 'Rollout web' },
+    ],
+    [
+      'no controller',
+      { metadata: { name: 'p' } },
+      { type: 'unsupported', description: 'Pod p (no controller)' },
+    ],
+  ] as const)('from the Pod: %s', (_, p, step) => {
+    expect(podOwnerStep(p as V1Pod)).toEqual(step);
+  });
+
+  it.each([
+    [
+      'a Deployment',
+      owned('apps/v1', 'Deployment', 'web'),
+      { type: 'workload', kind: 'Deployment', name: 'web' },
+    ],
+    [
+      'a Rollout',
+      owned('argoproj.io/v1alpha1', 'Rollout', 'web'),
+      { type: 'workload', kind: 'Rollout', name: 'web' },
+    ],
+    [
+      'a StatefulSet (never owns a ReplicaSet): unsupported',
+      owned('apps/v1', 'StatefulSet', 'db'),
+      { type: 'unsupported', description: 'ReplicaSet rs-1 (owned by StatefulSet db)' },
+    ],
+    ['no owner', {}, { type: 'unsupported', description: 'ReplicaSet rs-1 (no owner)' }],
+  ] as const)('from the ReplicaSet: %s', (_, meta, step) => {
+    expect(replicaSetOwnerStep('rs-1', meta)).toEqual(step);
+  });
+});
+
+describe('the restart patch', () => {
+  const now = new Date('2026-12-03T12:00:00.500Z');
+  it('for the apps kinds: the pod template annotations, conditional on the resourceVersion', () => {
+    expect(restartPatch(WORKLOADS.Deployment.restart, '42', 'cfg-1', now)).toEqual({
+      metadata: { resourceVersion: '42' },
+      spec: {
+        template: {
+          metadata: {
+            annotations: { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: 'cfg-1' },
+          },
+        },
+      },
+    });
+  });
+
+  it('for a Rollout: spec.restartAt and the annotations on the Rollout itself, its template untouched', () => {
+    expect(restartPatch(WORKLOADS.Rollout.restart, '42', 'cfg-1', now)).toEqual({
+      metadata: {
+        resourceVersion: '42',
+        annotations: { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: 'cfg-1' },
+      },
+      spec: { restartAt: now.toISOString() },
+    });
+  });
+});
+
+describe('the circuit for a Rollout, whose Pods do not inherit the config hash', () => {
+  const drifted: Verdict = {
+    target: 'app:/etc/app',
+    state: 'Drifted',
+    reason: 'ContentDrift',
+    message: 'files differ',
+    mismatches: [],
+  };
+  const restartedAt = Date.parse('2026-12-03T12:00:00.500Z');
+  const input = (podCreatedAt: number | undefined): PlanInput => ({
+    verdicts: [drifted],
+    owner: {
+      type: 'workload',
+      workload: {
+        kind: 'Rollout',
+        name: 'web',
+        resourceVersion: '7',
+        restartAnnotations: {
+          [ANNOTATION.configHash]: 'cfg-1',
+          [ANNOTATION.restartedAt]: new Date(restartedAt).toISOString(),
+        },
+      },
+    },
+    podConfigHash: undefined,
+    podCreatedAt,
+    expectedConfigHash: 'cfg-1',
+    policy: { mode: 'restart', minRestartIntervalMs: 0 },
+    now: restartedAt + 60_000,
+  });
+
+  it('a Pod created before the restart: a sibling restarted it already (deduped)', () => {
+    expect(planHeal(input(restartedAt - 5_000)).decision).toBe('deduped');
+  });
+
+  it('a Pod created by the restart (its second, whole seconds as the API gives them) that still drifts: CircuitOpen', () => {
+    const plan = planHeal(input(Math.floor(restartedAt / 1000) * 1000));
+    expect(plan.decision).toBe('alert');
+    expect(plan.alert).toBe('CircuitOpen');
+  });
+
+  it('a Deployment Pod without the hash is never taken for one made by the restart', () => {
+    const deployment = input(restartedAt + 10_000);
+    const owner = deployment.owner as Extract<PlanInput['owner'], { type: 'workload' }>;
+    const plan = planHeal({
+      ...deployment,
+      owner: { ...owner, workload: { ...owner.workload, kind: 'Deployment' } },
+    });
+    expect(plan.decision).toBe('deduped');
+  });
+});
+
+describe('permissions and inject from the same row', () => {
+  it("a Rollout's Role: get and patch on rollouts.argoproj.io by name, get on its ReplicaSet", () => {
+    const rules = rulesFor(
+      requiredAccess({
+        namespace: 'x',
+        sources: [],
+        replicaSet: 'web-5c8f',
+        workload: { kind: 'Rollout', name: 'web' },
+      }),
+    );
+    expect(rules).toContainEqual({
+      apiGroups: ['argoproj.io'],
+      resources: ['rollouts'],
+      verbs: ['get', 'patch'],
+      resourceNames: ['web'],
+    });
+    expect(rules).toContainEqual({ apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get'] });
+  });
+
+  it('inject adds the sidecar to the pod template of a Rollout', () => {
+    const manifest = `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      volumes:
+        - name: config
+          configMap:
+            name: web-config
+      containers:
+        - name: app
+          image: app:1
+          volumeMounts:
+            - name: config
+              mountPath: /etc/app
+`;
+    const result = injectManifests(manifest, 'rollout.yaml', DEFAULT_SIDECAR);
+    expect(result.injected).toEqual(['Rollout web']);
+    expect(result.output).toContain('name: config-sync');
+  });
+});
