@@ -19,6 +19,7 @@ import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import { keyedFingerprint, keyId } from '../verify/fingerprint.ts';
 import type { VerifyPolicy } from '../verify/verdict.ts';
 import { loadDigestKey } from './digest-key.ts';
+import { readEnvBaselines } from './env-baselines.ts';
 
 export interface Runtime {
   readonly scope: Scope;
@@ -110,38 +111,4 @@ export async function openRuntime(
     digestKeyId,
     reload: config.reload,
   };
-}
-
-/**
- * The env-baseline annotation: `{"kid": <key id>, "baselines": {target id: fingerprint}}`.
- * Baselines made under another key (another Pod's, or this process's own when the state
- * directory is missing) or in the old unkeyed format cannot be compared, so they are re-taken.
- */
-export function readEnvBaselines(
-  raw: string | undefined,
-  kid: string,
-): { baselines: Record<string, string>; note?: string } {
-  if (!raw) return { baselines: {} };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    return {
-      baselines: {},
-      note: `annotation ${ANNOTATION.envBaseline} is not JSON; env targets are re-baselined`,
-    };
-  }
-  const record = parsed as { kid?: unknown; baselines?: unknown } | null;
-  if (record?.kid !== kid || typeof record.baselines !== 'object' || record.baselines === null) {
-    return {
-      baselines: {},
-      note: `annotation ${ANNOTATION.envBaseline} was made under another fingerprint key; env targets are re-baselined`,
-    };
-  }
-  return { baselines: record.baselines as Record<string, string> };
-}
-
-/** The annotation's value for `baselines` under the key `kid`. */
-export function writeEnvBaselines(baselines: Readonly<Record<string, string>>, kid: string): string {
-  return JSON.stringify({ kid, baselines });
 }

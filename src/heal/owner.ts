@@ -10,6 +10,7 @@
 //  (2) replicaSetOwnerStep: the ReplicaSet's controller -> a workload reached through a
 //      ReplicaSet, or unsupported.
 import type { V1ObjectMeta, V1OwnerReference, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { REPLICA_SET, WORKLOADS, type WorkloadKind, workloadRef, workloadType } from '../kube/resources.ts';
 import type { OwnerState } from './planner.ts';
@@ -97,4 +98,32 @@ export async function resolveOwner(
   const owner = await findOwner(client, namespace, pod);
   if (owner.type === 'unsupported') return owner;
   return readWorkload(client, namespace, owner.kind, owner.name);
+}
+
+/**
+ * The agent's owner lookup. The chain (Pod -> ReplicaSet -> workload) is found once: it does not
+ * change during a Pod's life, and reading the ReplicaSet again on every heal was one round trip
+ * more between a change and its restart. The workload itself is read every time (its
+ * resourceVersion and restart annotations make the plan); if it is gone, the chain is found again.
+ */
+export function ownerResolver(
+  client: KubeClient,
+  namespace: string,
+  pod: V1Pod | undefined,
+): () => Promise<OwnerState> {
+  let found: { kind: WorkloadKind; name: string } | undefined;
+  return async () => {
+    if (!found && pod) {
+      const owner = await findOwner(client, namespace, pod);
+      if (owner.type === 'unsupported') return owner;
+      found = owner;
+    }
+    if (!found) return resolveOwner(client, namespace, pod);
+    try {
+      return await readWorkload(client, namespace, found.kind, found.name);
+    } catch (error) {
+      if (apiStatus(error) === 404) found = undefined;
+      throw error;
+    }
+  };
 }
