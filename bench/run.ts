@@ -36,9 +36,9 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { verifyPass } from '../src/agent/pass.ts';
 import type { VolumeTarget } from '../src/discover/targets.ts';
+import { readVolume } from '../src/read/volume.ts';
 import { keyedFingerprint } from '../src/verify/fingerprint.ts';
 import { snapshotConfigMap } from '../src/verify/source.ts';
-import { readVolume } from '../src/watch/read-volume.ts';
 import { applyRbac, bin, webDeployment } from '../test/cluster/app.ts';
 import {
   buildNodeImages,

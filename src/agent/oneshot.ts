@@ -1,14 +1,14 @@
-// One pass without watches, for `check` and `heal`: read every source once, verify, find the
-// owner and plan. Stateless: the grace window is measured from the API's own change time.
+// One pass without watches, for `check` and `heal` (not the agent): read every source once,
+// verify, find the owner and plan. Stateless: the grace window is measured from the API's own
+// change time.
 import { resolveOwner } from '../heal/owner.ts';
-import { type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
-import { ANNOTATION } from '../kube/annotations.ts';
-import { configVersion, type SourceLookup } from '../verify/expected.ts';
+import type { OwnerState, Plan } from '../heal/planner.ts';
+import { readSource } from '../read/source.ts';
+import { readVolume } from '../read/volume.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
-import { readSource } from '../watch/read-source.ts';
-import { readVolume } from '../watch/read-volume.ts';
 import { verifyPass } from './pass.ts';
+import { planFor } from './pod-plan.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface OneShotResult {
@@ -40,25 +40,4 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     ? await resolveOwner(rt.client, rt.namespace, rt.pod)
     : { type: 'unsupported', description: 'not needed' };
   return { verdicts, plan: planFor(rt, verdicts, owner, lookup, now), sources };
-}
-
-/** The planner's input as this Pod gives it: its own config hash, the sources' digest, the policy. */
-export function planFor(
-  rt: Runtime,
-  verdicts: readonly Verdict[],
-  owner: OwnerState,
-  lookup: SourceLookup,
-  now: number,
-): Plan {
-  return planHeal({
-    verdicts,
-    owner,
-    podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
-    podCreatedAt: rt.pod?.metadata?.creationTimestamp
-      ? new Date(rt.pod.metadata.creationTimestamp).getTime()
-      : undefined,
-    expectedConfigHash: configVersion(lookup, rt.sources),
-    policy: rt.healPolicy,
-    now,
-  });
 }

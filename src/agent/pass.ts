@@ -3,10 +3,10 @@
 // one-shot commands; file reading is passed in so the pass itself stays deterministic.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Target } from '../discover/targets.ts';
+import type { ReadVolumeResult } from '../read/volume.ts';
 import { containerView } from '../verify/container-view.ts';
 import { type Expectation, expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
 import { decide, type TargetMemory, targetId, type Verdict, type VerifyPolicy } from '../verify/verdict.ts';
-import type { ReadVolumeResult } from '../watch/read-volume.ts';
 
 export type VolumeReader = (
   dir: string,

@@ -24,9 +24,9 @@ import {
 } from '../heal/reload-state.ts';
 import type { SourceRef } from '../kube/resources.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
+import { DATA_LINK } from '../read/volume.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
 import { targetId, type Verdict } from '../verify/verdict.ts';
-import { DATA_LINK } from '../watch/read-volume.ts';
 import type { Confirmation } from '../watch/source-cache.ts';
 import type { ContainerStarts } from './pass.ts';
 

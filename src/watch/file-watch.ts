@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
-import { DATA_LINK } from './read-volume.ts';
+import { DATA_LINK } from '../read/volume.ts';
 
 export interface FileWatchOptions {
   /** Directories (or subPath files) to watch, as the agent sees them. */

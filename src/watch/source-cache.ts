@@ -14,9 +14,9 @@
 //      returned as unconfirmed, with the reason, and the cache is left as it is.
 import type { KubeClient } from '../kube/client.ts';
 import type { SourceRef } from '../kube/resources.ts';
+import { readSource } from '../read/source.ts';
 import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
 import { SourceWatch } from './api-watch.ts';
-import { readSource } from './read-source.ts';
 
 export interface SourceCacheEvents {
   /** A source's state changed (a watch event, a relist, a correction): wake the loop. */

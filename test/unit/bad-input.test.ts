@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inClusterConnection } from '../../src/kube/in-cluster-connection.ts';
-import { readVolume } from '../../src/watch/read-volume.ts';
+import { readVolume } from '../../src/read/volume.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/config-sync.js');

@@ -35,14 +35,15 @@ describe('import direction', () => {
     metrics: [],
     discover: ['kube'],
     verify: ['kube', 'discover'],
-    watch: ['kube', 'discover', 'verify'],
+    read: ['kube', 'discover', 'verify'],
+    watch: ['kube', 'discover', 'verify', 'read'],
     status: ['kube', 'verify'],
     heal: ['kube', 'discover', 'verify'],
     config: ['kube', 'discover', 'heal', 'metrics'],
     inject: ['kube', 'discover', 'config'],
     doctor: ['kube', 'discover', 'verify', 'heal', 'config'],
-    webhook: ['kube', 'discover', 'verify', 'watch', 'inject', 'metrics', 'config'],
-    agent: ['kube', 'discover', 'verify', 'watch', 'status', 'heal', 'metrics', 'config'],
+    webhook: ['kube', 'discover', 'verify', 'read', 'watch', 'inject', 'metrics', 'config'],
+    agent: ['kube', 'discover', 'verify', 'read', 'watch', 'status', 'heal', 'metrics', 'config'],
   };
 
   it('every folder imports only the folders below it; nothing under agent/ imports cli/', () => {

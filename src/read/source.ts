@@ -1,7 +1,8 @@
-// Reads the referenced ConfigMaps and Secrets from the API, once each, into SourceStates (digests
-// only). In watch/, beside the watches that keep the same states current, not in kube/: it
-// turns API objects into verify's SourceState, and kube/ stays the ground floor. Used by one-shot commands and for the agent's initial list; the agent then follows
-// changes through watches (src/watch/api-watch.ts).
+// Reads a referenced ConfigMap or Secret from the API once into a SourceState (digests only):
+// the one-shot commands read every source this way, and the agent's source cache confirms a
+// copy with it before acting (watch/source-cache.ts). Beside read/volume.ts, its counterpart on
+// disk. Not in kube/: it turns API objects into verify's SourceState, and kube/ stays the ground
+// floor.
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { ConfigSyncError } from '../errors.ts';
 import { apiStatus } from '../kube/api-errors.ts';
