@@ -135,7 +135,8 @@ function realisticVolume(): void {
       agentPath: (p) => p,
       envBaselines: {},
       memory: new Map(),
-      policy: { graceMs: 90_000, debounceMs: 5000, fingerprint: keyedFingerprint(Buffer.alloc(32)) },
+      windows: { graceMs: 90_000, debounceMs: 5000 },
+      fingerprint: keyedFingerprint(Buffer.alloc(32)),
       now: Date.now(),
     });
   for (let i = 0; i < 20; i += 1) pass();

@@ -167,9 +167,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   }
 
   // (3b)
-  const reload = rt.reload
+  const reload = rt.config.reload
     ? reloadController({
-        config: rt.reload,
+        config: rt.config.reload,
         targets: rt.targets,
         sources: rt.sources,
         agentPath: rt.agentPath,
@@ -252,7 +252,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       agentPath: rt.agentPath,
       envBaselines,
       memory,
-      policy: rt.verifyPolicy,
+      windows: rt.config.verify,
+      fingerprint: rt.fingerprint,
       now,
     });
   }

@@ -32,7 +32,8 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     agentPath: rt.agentPath,
     envBaselines: rt.envBaselines,
     memory: new Map(),
-    policy: rt.verifyPolicy,
+    windows: rt.config.verify,
+    fingerprint: rt.fingerprint,
     now,
   });
   const needsOwner = verdicts.some((v) => v.state === 'Drifted' || v.state === 'Missing');

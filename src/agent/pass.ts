@@ -6,7 +6,8 @@ import type { Target } from '../discover/targets.ts';
 import type { ReadVolumeResult } from '../read/volume.ts';
 import { containerView } from '../verify/container-view.ts';
 import { type Expectation, expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
-import { decide, type TargetMemory, targetId, type Verdict, type VerifyPolicy } from '../verify/verdict.ts';
+import type { Fingerprint } from '../verify/fingerprint.ts';
+import { decide, type TargetMemory, targetId, type Verdict, type VerifyWindows } from '../verify/verdict.ts';
 
 export type VolumeReader = (
   dir: string,
@@ -21,7 +22,10 @@ export interface PassInput {
   readonly agentPath: (mountPath: string) => string;
   readonly envBaselines: Readonly<Record<string, string>>;
   readonly memory: ReadonlyMap<string, TargetMemory>;
-  readonly policy: VerifyPolicy;
+  /** --grace and --debounce, straight from the AgentConfig. */
+  readonly windows: VerifyWindows;
+  /** The Pod's keyed fingerprint, for digests shown in mismatches. */
+  readonly fingerprint: Fingerprint;
   readonly now: number;
   /** When each container of the Pod (last) started, from its status; the agent's own too. */
   readonly starts?: ContainerStarts;
@@ -54,6 +58,7 @@ function viewOf(starts: ContainerStarts | undefined, container: string, expectat
 }
 
 export function verifyPass(input: PassInput): PassResult {
+  const policy = { ...input.windows, fingerprint: input.fingerprint };
   const verdicts: Verdict[] = [];
   const memory = new Map<string, TargetMemory>();
   const envDigests: Record<string, string> = {};
@@ -63,7 +68,7 @@ export function verifyPass(input: PassInput): PassResult {
     if (target.type === 'env') {
       const plain = expectEnv(target, input.lookup);
       const { expectation } = plain;
-      const digest = plain.digest === undefined ? undefined : input.policy.fingerprint(plain.digest);
+      const digest = plain.digest === undefined ? undefined : policy.fingerprint(plain.digest);
       const view = viewOf(input.starts, target.container, expectation);
       // A baseline is what the app started with: never take one from a version it did not get.
       if (digest && view !== 'older') envDigests[id] = digest;
@@ -73,7 +78,7 @@ export function verifyPass(input: PassInput): PassResult {
         { baseline: input.envBaselines[id] },
         previous,
         input.now,
-        input.policy,
+        policy,
         digest,
         view,
       );
@@ -89,16 +94,7 @@ export function verifyPass(input: PassInput): PassResult {
     );
     const view =
       target.subPath === undefined ? 'agent-copy' : viewOf(input.starts, target.container, expectation);
-    const result = decide(
-      target,
-      expectation,
-      observation,
-      previous,
-      input.now,
-      input.policy,
-      undefined,
-      view,
-    );
+    const result = decide(target, expectation, observation, previous, input.now, policy, undefined, view);
     verdicts.push(result.verdict);
     memory.set(id, result.memory);
   }

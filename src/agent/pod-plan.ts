@@ -21,7 +21,7 @@ export function planFor(
       ? new Date(rt.pod.metadata.creationTimestamp).getTime()
       : undefined,
     expectedConfigHash: configVersion(lookup, rt.sources),
-    policy: rt.healPolicy,
+    policy: rt.config.heal,
     now,
   });
 }

@@ -2,7 +2,7 @@
 // its own Pod, the targets, and the settings that shape decisions. Built once per process.
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { AgentConfig, ReloadConfig } from '../config/agent-config.ts';
+import type { AgentConfig } from '../config/agent-config.ts';
 import {
   DEFAULT_VOLUME_MODE,
   discoverTargets,
@@ -11,13 +11,11 @@ import {
   type Target,
 } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
-import type { HealPolicy } from '../heal/planner.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
-import { keyedFingerprint, keyId } from '../verify/fingerprint.ts';
-import type { VerifyPolicy } from '../verify/verdict.ts';
+import { type Fingerprint, keyedFingerprint, keyId } from '../verify/fingerprint.ts';
 import { loadDigestKey } from './digest-key.ts';
 import { readEnvBaselines } from './env-baselines.ts';
 
@@ -29,18 +27,16 @@ export interface Runtime {
   readonly targets: readonly Target[];
   readonly sources: readonly SourceRef[];
   readonly notes: readonly string[];
-  /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
-  readonly warnings: readonly string[];
-  readonly verifyPolicy: VerifyPolicy;
-  readonly healPolicy: HealPolicy;
+  /** The typed configuration it was opened with (warnings, verify windows, heal, reload). */
+  readonly config: AgentConfig;
+  /** Digests shown outside the process are keyed with the Pod's key (--state-dir). */
+  readonly fingerprint: Fingerprint;
   /** A target's mount path as the agent sees it (under --mount-root). */
   agentPath(mountPath: string): string;
   /** The env baselines recorded on the Pod: target id -> fingerprint. */
   readonly envBaselines: Readonly<Record<string, string>>;
   /** Names the fingerprint key the baselines are made under. */
   readonly digestKeyId: string;
-  /** Reload mode: how to tell the app (heal policy then holds the fallback); undefined otherwise. */
-  readonly reload: ReloadConfig | undefined;
 }
 
 /**
@@ -103,12 +99,10 @@ export async function openRuntime(
     targets,
     sources: referencedSources(targets),
     notes,
-    warnings: config.warnings,
-    verifyPolicy: { ...config.verify, fingerprint: keyedFingerprint(digestKey.key) },
-    healPolicy: config.heal,
+    config,
+    fingerprint: keyedFingerprint(digestKey.key),
     agentPath: (mountPath) => path.join(config.mountRoot, mountPath),
     envBaselines: baseline.baselines,
     digestKeyId,
-    reload: config.reload,
   };
 }

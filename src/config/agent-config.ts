@@ -20,6 +20,7 @@ import { isObjectName } from '../kube/names.ts';
 import type { Sourced } from '../kube/scope.ts';
 import type { ScopeFlags } from '../kube/scope-facts.ts';
 import { parseListen } from '../metrics/server.ts';
+import type { VerifyWindows } from '../verify/verdict.ts';
 import { durationSetting } from './durations.ts';
 import {
   configFileSetting,
@@ -209,7 +210,7 @@ export interface AgentConfig {
   /** The agent's own emptyDir, which holds the Pod's fingerprint key. */
   readonly stateDir: string;
   /** The windows of the verdict (verify/verdict.ts): kubelet's propagation, and the debounce. */
-  readonly verify: { readonly graceMs: number; readonly debounceMs: number };
+  readonly verify: VerifyWindows;
   readonly heal: HealPolicy;
   /** Reload mode; undefined in restart and alert-only mode. */
   readonly reload: ReloadConfig | undefined;

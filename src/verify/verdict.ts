@@ -52,11 +52,15 @@ export interface TargetMemory {
   readonly lastState?: VerdictState;
 }
 
-export interface VerifyPolicy {
+/** The two windows of the verdict, as the settings give them (config/agent-config.ts). */
+export interface VerifyWindows {
   /** How long kubelet may take to propagate a change to a volume (default 90 s). */
   readonly graceMs: number;
   /** How long to wait before calling a never-updated target (subPath, env, immutable) drifted. */
   readonly debounceMs: number;
+}
+
+export interface VerifyPolicy extends VerifyWindows {
   /** How a digest is shown in a mismatch: keyed, never a plain sha256 prefix. */
   readonly fingerprint: Fingerprint;
 }

@@ -95,7 +95,8 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
       agentPath: (p) => p,
       envBaselines: baseline === undefined ? {} : { 'app:env:ConfigMap/cfg': baseline },
       memory: new Map(),
-      policy: { graceMs: 90_000, debounceMs: 0, fingerprint: keyedFingerprint(Buffer.from('a test key')) },
+      windows: { graceMs: 90_000, debounceMs: 0 },
+      fingerprint: keyedFingerprint(Buffer.from('a test key')),
       now: T + 120_000,
       starts: { agent: agentStartedAt, byContainer: { app: appStartedAt } },
     });

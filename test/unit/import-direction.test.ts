@@ -39,7 +39,7 @@ describe('import direction', () => {
     watch: ['kube', 'discover', 'verify', 'read'],
     status: ['kube', 'verify'],
     heal: ['kube', 'discover', 'verify'],
-    config: ['kube', 'discover', 'heal', 'metrics'],
+    config: ['kube', 'discover', 'verify', 'heal', 'metrics'],
     inject: ['kube', 'discover', 'config'],
     doctor: ['kube', 'discover', 'verify', 'heal', 'config'],
     webhook: ['kube', 'discover', 'verify', 'read', 'watch', 'inject', 'metrics', 'config'],

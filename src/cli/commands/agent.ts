@@ -85,7 +85,7 @@ export const agentCommand: Command = {
     );
     for (const d of scope.disagreements) log.warn({ chosen: d.chosen, other: d.other }, d.message);
     for (const n of rt.notes) log.info(n);
-    for (const w of rt.warnings) log.warn(w);
+    for (const w of rt.config.warnings) log.warn(w);
 
     log.info({ address: http.address }, 'listening');
     agent = startAgent({ rt, log, metrics, options: loop }, controller.signal);

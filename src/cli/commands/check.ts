@@ -16,7 +16,7 @@ export const checkCommand: Command = {
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('check', targetSettings, args, env);
     const rt = await openRuntime(agentConfig('check', settings), env);
-    for (const w of rt.warnings) io.stderr.write(`warning: ${w}\n`);
+    for (const w of rt.config.warnings) io.stderr.write(`warning: ${w}\n`);
     const { verdicts } = await runOnce(rt, Date.now());
     io.stdout.write(`${checkLine(verdicts)}\n`);
     const state = overall(verdicts);

@@ -28,7 +28,7 @@ export const healCommand: Command = {
     const settings = resolveSettings('heal', defs, args, env);
     const format = parseOutputFormat(settings.string('output')?.value);
     const rt = await openRuntime(agentConfig('heal', settings), env);
-    for (const w of rt.warnings) io.stderr.write(`warning: ${w}\n`);
+    for (const w of rt.config.warnings) io.stderr.write(`warning: ${w}\n`);
     for (let attempt = 1; ; attempt += 1) {
       const { verdicts, plan } = await runOnce(rt, Date.now());
       const drift = overall(verdicts) === 'drift';
