@@ -704,7 +704,7 @@ function cpuNanos(containerId: string): number {
 }
 
 async function onRealNode(): Promise<void> {
-  const why = nodeUnsupported();
+  const why = process.env.BENCH_NODE === '0' ? 'BENCH_NODE=0' : nodeUnsupported();
   if (why) {
     log(`no real-node measures: ${why}`);
     return;

@@ -25,7 +25,7 @@ import type { LoopConfig } from '../config/agent-config.ts';
 import { referencedSources, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ownerResolver } from '../heal/owner.ts';
-import type { Plan } from '../heal/planner.ts';
+import type { OwnerState, Plan } from '../heal/planner.ts';
 import {
   actionKey,
   type HealReport,
@@ -125,11 +125,16 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (report.event) await event(report.event.reason, report.event.message, report.event.type);
   }
 
-  // (3)
-  async function act(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }> {
+  // (3) `owner`: the workload as read beside the sources' confirmation (confirmView), so the
+  // restart waits for one round trip fewer; read here when the caller has none.
+  async function act(
+    verdicts: readonly Verdict[],
+    now: number,
+    owner?: Promise<OwnerState>,
+  ): Promise<{ retryAt?: number }> {
     let plan: Plan;
     try {
-      plan = planFor(rt, verdicts, await currentOwner(), lookup, now);
+      plan = planFor(rt, verdicts, await (owner ?? currentOwner()), lookup, now);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {
@@ -176,7 +181,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         lookup,
         starts: () => starts,
         confirm: (refs) => cache.confirm(refs),
-        act,
+        act: (verdicts, now) => act(verdicts, now),
         wake: () => wakeup.wake(),
         event,
         metrics,
@@ -212,15 +217,22 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // a drifted target is confirmed with a quorum read (the source cache's confirm(), which
   // corrects a stale copy), the Pod's container starts are read again (d), and the pass is
   // decided again on that. A source the API could not confirm is Unknown for this pass.
-  async function confirmView(pass: PassResult, now: number): Promise<PassResult> {
+  // The owning workload is read at the same time: if the drift stands, the plan needs it, and
+  // reading it after the confirmation was one more round trip before the restart.
+  async function confirmView(
+    pass: PassResult,
+    now: number,
+  ): Promise<{ pass: PassResult; owner?: Promise<OwnerState> }> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
-    if (drifted.size === 0) return pass;
+    if (drifted.size === 0) return { pass };
+    const owner = currentOwner();
+    owner.catch(() => {}); // act() reports a failed read; unawaited when the drift goes away
     const [{ corrected, unconfirmed }, restarted] = await Promise.all([
       cache.confirm(referencedSources(rt.targets.filter((t) => drifted.has(targetId(t))))),
       refreshStarts(),
     ]);
-    if (!corrected && !restarted && unconfirmed.size === 0) return pass;
-    return runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now);
+    if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner };
+    return { pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now), owner };
   }
 
   // (d) An app container that restarted since the agent last read its Pod holds the config of
@@ -281,7 +293,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const first = runPass(lookup, now);
     reload?.see(now);
     metrics.duration.observe((performance.now() - t0) / 1000);
-    const pass = await confirmView(first, now);
+    const { pass, owner } = await confirmView(first, now);
     memory = pass.memory;
     const drifted = pass.verdicts.filter(isDrift);
     // A source counts as mismatched in this pass when any target that reads it drifted.
@@ -302,12 +314,14 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     }
     await recordEnvBaselines(pass);
 
-    // (2)
+    // (2) The Drifted Events are sent without holding the restart back; the pass waits for them
+    // before it ends.
     const { news, told } = verdictNews(lastVerdict, pass.verdicts);
     lastVerdict = told;
+    const driftEvents: Promise<void>[] = [];
     for (const { verdict: v, level, event: driftEvent } of news) {
       log[level]({ target: v.target, state: v.state, reason: v.reason, mismatches: v.mismatches }, v.message);
-      if (driftEvent) await event('Drifted', driftEvent, 'Warning');
+      if (driftEvent) driftEvents.push(event('Drifted', driftEvent, 'Warning'));
     }
     for (const v of pass.verdicts) {
       if (v.propagationSeconds !== undefined) {
@@ -319,8 +333,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     // (3)
     reload?.confirmLast(allInSync);
     let retryAt: number | undefined;
-    if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now));
+    if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now, owner));
     if (reload && allInSync) ({ retryAt } = await reload.afterInSync(pass.verdicts, now));
+    await Promise.all(driftEvents);
     // (4)
     await writeStatus(pass.verdicts, now);
     ready = true;
