@@ -5,6 +5,7 @@ import type { Command } from './commands/command.ts';
 import { doctorCommand } from './commands/doctor.ts';
 import { healCommand } from './commands/heal.ts';
 import { injectCommand } from './commands/inject.ts';
+import { statusCommand } from './commands/status.ts';
 import { versionCommand } from './commands/version.ts';
 import { webhookCommand } from './commands/webhook.ts';
 import type { CliIO } from './io.ts';
@@ -16,6 +17,7 @@ const commands: readonly Command[] = [
   checkCommand,
   healCommand,
   doctorCommand,
+  statusCommand,
   injectCommand,
   webhookCommand,
   versionCommand,

@@ -24,6 +24,7 @@ import type { VerifyWindows } from '../verify/verdict.ts';
 import { durationSetting } from './durations.ts';
 import {
   configFileSetting,
+  defaulted,
   podSettings,
   type SettingDef,
   type Settings,
@@ -225,13 +226,6 @@ export interface LoopConfig {
   readonly resyncMs: number;
   readonly pollMs: number;
   readonly heartbeatMs: number;
-}
-
-/** A setting every command that reads it defines with a default: its value. */
-function defaulted(settings: Settings, name: string): Sourced<string> {
-  const setting = settings.string(name);
-  if (!setting) throw new Error(`setting ${name} has no value and no default`);
-  return setting;
 }
 
 export function podSelection(settings: Settings): PodSelection {

@@ -185,6 +185,13 @@ function loadConfigFile(
   return { path: file, values };
 }
 
+/** A setting the command defines with a default: its value (a missing one is a bug in the definitions). */
+export function defaulted(settings: Settings, name: string): Sourced<string> {
+  const setting = settings.string(name);
+  if (!setting) throw new Error(`setting ${name} has no value and no default`);
+  return setting;
+}
+
 /** The `--config` setting, for commands that read a config file. */
 export const configFileSetting: SettingDef = {
   name: 'config',

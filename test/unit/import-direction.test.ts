@@ -42,6 +42,7 @@ describe('import direction', () => {
     config: ['kube', 'discover', 'verify', 'heal', 'metrics'],
     inject: ['kube', 'discover', 'config'],
     doctor: ['kube', 'discover', 'verify', 'heal', 'config'],
+    fleet: ['kube'],
     webhook: ['kube', 'discover', 'verify', 'read', 'watch', 'inject', 'metrics', 'config'],
     agent: ['kube', 'discover', 'verify', 'read', 'watch', 'status', 'heal', 'metrics', 'config'],
   };

@@ -1,0 +1,151 @@
+// The fleet view behind `config-sync status`: which Pods run on stale configuration, from the
+// Pods alone (what the agents write on them: the InSync condition, last-config-sync and the
+// matched versions), so it needs nothing but `list pods`. Pure: the command lists, this decides.
+//
+// Steps:
+//  (1) a Pod runs the agent when it has the agent's container (native sidecar or not), its
+//      condition, or its last-config-sync annotation;
+//  (2) its state: the condition True is InSync (or Propagating, within kubelet's window), False
+//      is Drifted with the agent's reason, absent is NoStatus (the agent has not reported yet);
+//  (3) its workload, named from the owner reference without reading it: a ReplicaSet's name
+//      less the pod-template hash its Pods are labelled with is its Deployment (or Rollout);
+//  (4) one line per workload: how many Pods in sync, or how many drifted, why, and since when.
+import type { V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION, CONDITION_TYPE } from '../kube/annotations.ts';
+
+export type FleetState = 'InSync' | 'Propagating' | 'Drifted' | 'NoStatus';
+
+export interface PodRow {
+  readonly namespace: string;
+  readonly pod: string;
+  /** `Deployment/web`, `StatefulSet/db`, `-` for a Pod with no controller. */
+  readonly workload: string;
+  readonly state: FleetState;
+  /** The condition's reason (SubPathStale, EnvStale, ...); empty with no status. */
+  readonly reason: string;
+  /** The condition's message: target, paths and keyed digests only, never a value. */
+  readonly message: string;
+  /** When it went out of sync (ms), for Drifted. */
+  readonly driftedSince?: number;
+  /** The last verified match (ms). */
+  readonly lastSync?: number;
+  /** `ConfigMap/web-config@123,...`: the versions that match was made on. */
+  readonly matchedVersions: string;
+}
+
+export interface WorkloadRow {
+  readonly namespace: string;
+  readonly workload: string;
+  readonly pods: number;
+  readonly inSync: number;
+  readonly drifted: number;
+  readonly noStatus: number;
+  /** The drifted Pods' reasons, most frequent first. */
+  readonly reasons: readonly string[];
+  /** The earliest time one of its Pods went out of sync (ms). */
+  readonly driftedSince?: number;
+}
+
+/** (1) */
+export function runsAgent(pod: V1Pod, agentContainer: string): boolean {
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  return (
+    containers.some((c) => c.name === agentContainer) ||
+    (pod.status?.conditions ?? []).some((c) => c.type === CONDITION_TYPE) ||
+    pod.metadata?.annotations?.[ANNOTATION.lastConfigSync] !== undefined
+  );
+}
+
+/** (3) */
+export function workloadOf(pod: V1Pod): string {
+  const owner = pod.metadata?.ownerReferences?.find((r) => r.controller);
+  if (!owner) return '-';
+  if (owner.kind !== 'ReplicaSet') return `${owner.kind}/${owner.name}`;
+  const labels = pod.metadata?.labels ?? {};
+  for (const [label, kind] of [
+    ['pod-template-hash', 'Deployment'],
+    ['rollouts-pod-template-hash', 'Rollout'],
+  ] as const) {
+    const hash = labels[label];
+    if (hash && owner.name.endsWith(`-${hash}`)) return `${kind}/${owner.name.slice(0, -hash.length - 1)}`;
+  }
+  return `ReplicaSet/${owner.name}`;
+}
+
+function time(value: string | Date | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = new Date(value).getTime();
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** (2) */
+export function podRow(pod: V1Pod): PodRow {
+  const condition = (pod.status?.conditions ?? []).find((c) => c.type === CONDITION_TYPE);
+  const annotations = pod.metadata?.annotations ?? {};
+  const state: FleetState = !condition
+    ? 'NoStatus'
+    : condition.status === 'True'
+      ? condition.reason === 'Propagating'
+        ? 'Propagating'
+        : 'InSync'
+      : 'Drifted';
+  const since = state === 'Drifted' ? time(condition?.lastTransitionTime) : undefined;
+  const lastSync = time(annotations[ANNOTATION.lastConfigSync]);
+  return {
+    namespace: pod.metadata?.namespace ?? '',
+    pod: pod.metadata?.name ?? '',
+    workload: workloadOf(pod),
+    state,
+    reason: condition?.reason ?? '',
+    message: condition?.message ?? '',
+    ...(since === undefined ? {} : { driftedSince: since }),
+    ...(lastSync === undefined ? {} : { lastSync }),
+    matchedVersions: annotations[ANNOTATION.matchedVersions] ?? '',
+  };
+}
+
+/** (4) In the order the Pods came, one row per namespace and workload. */
+export function workloadRows(pods: readonly PodRow[]): WorkloadRow[] {
+  const groups = new Map<string, PodRow[]>();
+  for (const p of pods) {
+    const key = `${p.namespace}\0${p.workload === '-' ? `Pod/${p.pod}` : p.workload}`;
+    groups.set(key, [...(groups.get(key) ?? []), p]);
+  }
+  return [...groups.entries()].map(([key, rows]) => {
+    const drifted = rows.filter((r) => r.state === 'Drifted');
+    const counts = new Map<string, number>();
+    for (const r of drifted) counts.set(r.reason, (counts.get(r.reason) ?? 0) + 1);
+    const since = drifted
+      .map((r) => r.driftedSince)
+      .filter((t): t is number => t !== undefined)
+      .sort((a, b) => a - b)[0];
+    return {
+      namespace: rows[0]?.namespace ?? '',
+      workload: key.split('\0')[1] ?? '',
+      pods: rows.length,
+      inSync: rows.filter((r) => r.state === 'InSync' || r.state === 'Propagating').length,
+      drifted: drifted.length,
+      noStatus: rows.filter((r) => r.state === 'NoStatus').length,
+      reasons: [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([reason]) => reason),
+      ...(since === undefined ? {} : { driftedSince: since }),
+    };
+  });
+}
+
+/** `35s`, `4m`, `3h`, `2d`: how long ago, as kubectl shows ages. */
+export function age(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 2 * 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 2 * 86_400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
+}
+
+/** `web: 3/3 in sync`, `api: 1/4 drifted (SubPathStale) since 4m`, with ` (1 with no status yet)`. */
+export function workloadLine(w: WorkloadRow, now: number, withNamespace: boolean): string {
+  const name = `${withNamespace ? `${w.namespace}/` : ''}${w.workload.replace(/^Deployment\//, '')}`;
+  const unknown = w.noStatus > 0 ? ` (${w.noStatus} with no status yet)` : '';
+  if (w.drifted === 0) return `${name}: ${w.inSync}/${w.pods} in sync${unknown}`;
+  const since = w.driftedSince === undefined ? '' : ` since ${age(now - w.driftedSince)}`;
+  return `${name}: ${w.drifted}/${w.pods} drifted (${w.reasons.join(', ')})${since}${unknown}`;
+}
