@@ -20,6 +20,8 @@ const STATE_MOUNT: V1VolumeMount = { name: 'config-sync-state', mountPath: DEFAU
 export interface SidecarOptions {
   readonly image: string;
   readonly serviceAccount: string;
+  /** The agent's own settings as environment variables (config/sidecar-settings.ts), e.g. CONFIG_SYNC_GRACE. */
+  readonly agentEnv?: Readonly<Record<string, string>>;
 }
 
 export const DEFAULT_SIDECAR: SidecarOptions = {
@@ -70,6 +72,7 @@ export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Co
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
+      ...Object.entries(options.agentEnv ?? {}).map(([name, value]) => ({ name, value })),
     ],
     ports: [{ name: 'metrics', containerPort: 9464 }],
     volumeMounts: [...configMounts(spec), STATE_MOUNT],

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { resolveSettings } from '../../src/config/settings.ts';
+import { sidecarAgentEnv, sidecarSettings } from '../../src/config/sidecar-settings.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
 import { isImageReference } from '../../src/inject/image-ref.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
@@ -208,5 +210,45 @@ describe('isImageReference', () => {
     `${'a'.repeat(256)}:1`,
   ])('%j is not', (ref) => {
     expect(isImageReference(ref)).toBe(false);
+  });
+});
+
+describe('the injected agent’s settings (inject and webhook: --sidecar-grace, --sidecar-debounce, --sidecar-on-drift)', () => {
+  const settingsOf = (args: string[], env: Record<string, string> = {}) =>
+    sidecarAgentEnv('inject', resolveSettings('inject', sidecarSettings, args, env));
+
+  it('become the agent’s own environment variables in the sidecar', () => {
+    const agentEnv = settingsOf(['--sidecar-grace', '2m', '--sidecar-on-drift', 'alert-only']);
+    expect(agentEnv).toEqual({ CONFIG_SYNC_GRACE: '2m', CONFIG_SYNC_ON_DRIFT: 'alert-only' });
+    const out = injectManifests(
+      'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      volumes: [{name: c, configMap: {name: cfg}}]\n      containers: [{name: app, image: a, volumeMounts: [{name: c, mountPath: /etc/app}]}]\n',
+      'in.yaml',
+      { ...DEFAULT_SIDECAR, agentEnv },
+    );
+    const sidecar = (
+      parse(out.output) as { spec: { template: { spec: { initContainers: { env: unknown[] }[] } } } }
+    ).spec.template.spec.initContainers[0];
+    expect(sidecar?.env).toEqual(
+      expect.arrayContaining([
+        { name: 'CONFIG_SYNC_GRACE', value: '2m' },
+        { name: 'CONFIG_SYNC_ON_DRIFT', value: 'alert-only' },
+      ]),
+    );
+  });
+
+  it('none given: none set, the agent keeps its defaults', () => {
+    expect(settingsOf([])).toEqual({});
+  });
+
+  it.each([
+    [['--sidecar-grace', '2x'], {}, '--sidecar-grace 2x is not a duration'],
+    [[], { CONFIG_SYNC_SIDECAR_DEBOUNCE: '48h' }, 'CONFIG_SYNC_SIDECAR_DEBOUNCE=48h is out of range'],
+    [
+      ['--sidecar-on-drift', 'reload'],
+      {},
+      '--sidecar-on-drift reload (from --sidecar-on-drift) is not restart or alert-only',
+    ],
+  ])('%j %j: refused where it was given', (args, env, message) => {
+    expect(() => settingsOf(args, env)).toThrow(message);
   });
 });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { resolveSettings, type SettingDef } from '../../config/settings.ts';
+import { defaulted, resolveSettings, type SettingDef } from '../../config/settings.ts';
+import { sidecarAgentEnv, sidecarSettings } from '../../config/sidecar-settings.ts';
 import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { injectManifests } from '../../inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
@@ -32,6 +33,7 @@ const defs: readonly SettingDef[] = [
     default: DEFAULT_SIDECAR.serviceAccount,
     description: 'the ServiceAccount the Pods run as (bound to the Role of deploy/sidecar/rbac)',
   },
+  ...sidecarSettings,
 ];
 
 /** Reads stdin to the end (the CLI's only use of it). */
@@ -48,7 +50,8 @@ export const injectCommand: Command = {
   usage: `config-sync inject [-f file] [flags] > out.yaml\n\nFlags:\n${flagHelp(defs)}\n\nWrites the manifests to stdout, the sidecar added; unrelated documents keep their bytes, and injecting twice changes nothing. Notes go to stderr.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('inject', defs, args, env);
-    const file = settings.string('filename')?.value ?? '-';
+    const agentEnv = sidecarAgentEnv('inject', settings);
+    const file = defaulted(settings, 'filename').value;
     let source: string;
     try {
       source = file === '-' ? await readStdin() : fs.readFileSync(file, 'utf8');
@@ -64,8 +67,9 @@ export const injectCommand: Command = {
       );
     }
     const result = injectManifests(source, file === '-' ? 'stdin' : file, {
-      image: settings.string('image')?.value ?? DEFAULT_SIDECAR.image,
-      serviceAccount: settings.string('service-account')?.value ?? DEFAULT_SIDECAR.serviceAccount,
+      image: defaulted(settings, 'image').value,
+      serviceAccount: defaulted(settings, 'service-account').value,
+      agentEnv,
     });
     io.stdout.write(result.output);
     for (const n of result.notes) io.stderr.write(`note: ${n}\n`);

@@ -1,4 +1,5 @@
 import { resolveSettings, type SettingDef } from '../../config/settings.ts';
+import { sidecarAgentEnv, sidecarSettings } from '../../config/sidecar-settings.ts';
 import { EXIT } from '../../errors.ts';
 import { checkImageReference } from '../../inject/image-ref.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
@@ -41,6 +42,7 @@ const defs: readonly SettingDef[] = [
     default: DEFAULT_SIDECAR.image,
     description: 'the config-sync image to inject',
   },
+  ...sidecarSettings,
 ];
 
 export const webhookCommand: Command = {
@@ -51,6 +53,7 @@ export const webhookCommand: Command = {
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('webhook', defs, args, env);
     const image = checkImageReference('webhook', settings.string('image')?.value ?? DEFAULT_SIDECAR.image);
+    const agentEnv = sidecarAgentEnv('webhook', settings);
     const log = createLogger('info', { role: 'webhook' }, io.stdout);
     const controller = new AbortController();
     process.once('SIGTERM', () => controller.abort());
@@ -60,7 +63,7 @@ export const webhookCommand: Command = {
         listen: settings.string('listen')?.value ?? ':8443',
         certFile: settings.string('tls-cert-file')?.value ?? '',
         keyFile: settings.string('tls-key-file')?.value ?? '',
-        sidecar: { ...DEFAULT_SIDECAR, image },
+        sidecar: { ...DEFAULT_SIDECAR, image, agentEnv },
         certPollMs: 2000,
       },
       log,
