@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds one Go tool the tests drive, from the Go module proxy at a pinned version, and caches it
+# outside the checkout, so a fresh clone on the same machine does not rebuild:
+#   build-tool.sh helm  -> helm.sh/helm/v4/cmd/helm@v4.3.2   (the Helm chart's tests)
+# Prints the binary's path on its last line (stdout); progress goes to stderr. No Go code of
+# these tools ships in the product.
+set -euo pipefail
+
+case "${1:-}" in
+  helm)
+    pkg=helm.sh/helm/v4/cmd/helm
+    version=v4.3.2
+    # What Helm's own Makefile stamps, so `helm version` tells the truth.
+    ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=$version"
+    ;;
+  *)
+    echo "usage: build-tool.sh helm" >&2
+    exit 2
+    ;;
+esac
+name=$1
+
+log() { printf '[tool:build] %s\n' "$*" >&2; }
+
+cache_root=${CONFIG_SYNC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/config-sync}
+dest="$cache_root/tools/$name-$version"
+if [ -x "$dest/$name" ]; then
+  log "cached: $dest/$name"
+  echo "$dest/$name"
+  exit 0
+fi
+
+command -v go >/dev/null || {
+  log "error: Go is not on the PATH; $name is built from the Go module proxy with Go >= 1.26"
+  exit 2
+}
+
+log "building $pkg@$version (cold build: a few minutes on 2 cores)"
+start=$(date +%s)
+mkdir -p "$cache_root/tools"
+tmp=$(mktemp -d "$cache_root/tools/.build.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+GOBIN="$tmp" GOFLAGS=-trimpath CGO_ENABLED=0 go install -ldflags "$ldflags" "$pkg@$version" >&2
+mkdir -p "$dest"
+mv "$tmp/$name" "$dest/$name"
+log "built $name in $(($(date +%s) - start)) s: $dest/$name"
+echo "$dest/$name"

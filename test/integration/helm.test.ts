@@ -1,0 +1,315 @@
+// The Helm chart (deploy/helm/config-sync) with Helm v4 built from the Go module proxy
+// (test/cluster/build-tool.sh): lint, the objects it shares with the kustomize bases rendered and
+// compared, and install, upgrade and uninstall against the real API server into a namespace
+// under Pod Security "restricted", with no warnings and nothing left behind.
+//
+// The release here is named and labelled so that it never meets the other tests: its webhook
+// asks for a label no other test uses, and the cluster-scoped admission policies (which other
+// tests apply with kustomize) are compared by rendering, not installed.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { requiredAccess, rulesFor } from '../../src/kube/permissions.ts';
+import { controlPlane, useNamespace } from './support.ts';
+import { root } from './support-app.ts';
+
+const chart = path.join(root, 'deploy/helm/config-sync');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'helm-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+let helmBin = '';
+
+interface Obj {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  [field: string]: unknown;
+}
+
+function helm(...args: string[]) {
+  return spawnSync(helmBin, args, {
+    encoding: 'utf8',
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: tmp,
+      KUBECONFIG: controlPlane().adminKubeconfig,
+      HELM_CACHE_HOME: path.join(tmp, 'cache'),
+      HELM_CONFIG_HOME: path.join(tmp, 'config'),
+      HELM_DATA_HOME: path.join(tmp, 'data'),
+    },
+  });
+}
+
+function kubectl(...args: string[]): string {
+  return execFileSync(controlPlane().kubectl, ['--kubeconfig', controlPlane().adminKubeconfig, ...args], {
+    encoding: 'utf8',
+  });
+}
+
+const docs = (yaml: string): Obj[] =>
+  parseAllDocuments(yaml)
+    .map((d) => d.toJSON() as Obj | null)
+    .filter((o): o is Obj => o !== null);
+const find = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
+
+/** What only the chart adds to an object: Helm's labels, the release in the selector, the caBundle. */
+function withoutChartOnly(obj: Obj): unknown {
+  const copy = structuredClone(obj) as Record<string, unknown> & Obj;
+  const strip = (labels: Record<string, string> | undefined) => {
+    if (!labels) return;
+    for (const k of [
+      'app.kubernetes.io/instance',
+      'app.kubernetes.io/managed-by',
+      'app.kubernetes.io/version',
+      'helm.sh/chart',
+    ])
+      delete labels[k];
+  };
+  strip(copy.metadata.labels);
+  delete copy.metadata.annotations; // the kustomize base's cert-manager hint
+  delete copy.metadata.namespace;
+  const spec = copy.spec as
+    | {
+        selector?: Record<string, string> & { matchLabels?: Record<string, string> };
+        template?: { metadata?: { labels?: Record<string, string> } };
+      }
+    | undefined;
+  strip(spec?.selector?.matchLabels);
+  strip(spec?.template?.metadata?.labels);
+  if (spec?.selector && !spec.selector.matchLabels) strip(spec.selector);
+  for (const w of (copy.webhooks as { clientConfig: { caBundle?: string } }[] | undefined) ?? [])
+    delete w.clientConfig.caBundle;
+  return copy;
+}
+
+beforeAll(() => {
+  helmBin = execFileSync('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'helm'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n')
+    .at(-1) as string;
+}, 900_000);
+
+describe('the chart', () => {
+  it('helm lint --strict: no warning, no error', () => {
+    const run = helm('lint', '--strict', chart);
+    expect(run.status).toBe(0);
+    expect(run.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+  });
+
+  it('renders the webhook exactly as deploy/webhook has it, for a release named config-sync in config-sync-system', () => {
+    const rendered = docs(helm('template', 'config-sync', chart, '-n', 'config-sync-system').stdout);
+    const base = docs(kubectl('kustomize', path.join(root, 'deploy/webhook')));
+    for (const kind of ['Deployment', 'Service', 'MutatingWebhookConfiguration']) {
+      const [ours] = find(rendered, kind);
+      const [theirs] = find(base, kind);
+      expect(ours, kind).toBeDefined();
+      expect(withoutChartOnly(ours as Obj), kind).toEqual(withoutChartOnly(theirs as Obj));
+    }
+  });
+
+  it('renders the admission policies, alert rules and dashboard from the same files', () => {
+    const rendered = docs(
+      helm(
+        'template',
+        'config-sync',
+        chart,
+        '--set',
+        'prometheusRule.enabled=true',
+        '--set',
+        'dashboard.enabled=true',
+      ).stdout,
+    );
+    const policies = ['own-pod-policy.yaml', 'own-workload-policy.yaml', 'own-rollout-policy.yaml'].flatMap(
+      (f) => docs(fs.readFileSync(path.join(root, 'deploy/sidecar/rbac', f), 'utf8')),
+    );
+    expect(
+      find(rendered, 'ValidatingAdmissionPolicy').concat(find(rendered, 'ValidatingAdmissionPolicyBinding')),
+    ).toEqual(expect.arrayContaining(policies));
+    expect(policies).toHaveLength(6);
+    const [rule] = find(rendered, 'PrometheusRule');
+    const [source] = docs(
+      fs.readFileSync(path.join(root, 'deploy/sidecar/monitoring/prometheus-rule.yaml'), 'utf8'),
+    );
+    expect((rule as Obj).spec).toEqual((source as Obj).spec);
+    const [dashboard] = find(rendered, 'ConfigMap');
+    expect((dashboard as Obj & { data: Record<string, string> }).data['config-sync.json']).toBe(
+      fs.readFileSync(path.join(root, 'deploy/sidecar/monitoring/dashboard.json'), 'utf8'),
+    );
+  });
+
+  it.each([
+    ['Deployment', 'apps', 'deployments'],
+    ['Rollout', 'argoproj.io', 'rollouts'],
+  ])("the agent's Role for a %s is what the agent's own permissions ask for", (kind, group, resource) => {
+    const rendered = docs(
+      helm(
+        'template',
+        'config-sync',
+        chart,
+        '--set',
+        'agent.namespaces[0].namespace=shop',
+        '--set',
+        'agent.namespaces[0].configMaps[0]=web-config',
+        '--set',
+        'agent.namespaces[0].secrets[0]=web-secrets',
+        '--set',
+        `agent.namespaces[0].workload.kind=${kind}`,
+        '--set',
+        'agent.namespaces[0].workload.name=web',
+      ).stdout,
+    );
+    const [role] = find(rendered, 'Role') as (Obj & { rules: unknown[] })[];
+    const wanted = rulesFor(
+      requiredAccess({
+        namespace: 'shop',
+        sources: [
+          { kind: 'ConfigMap', name: 'web-config' },
+          { kind: 'Secret', name: 'web-secrets' },
+        ],
+        replicaSet: 'web-x',
+        workload: { kind: kind as 'Deployment' | 'Rollout', name: 'web' },
+      }),
+    );
+    const sortRules = (rules: unknown[]) => [...rules].map((r) => JSON.stringify(r)).sort();
+    expect(sortRules(role?.rules ?? [])).toEqual(sortRules(wanted));
+    expect(wanted).toContainEqual({
+      apiGroups: [group],
+      resources: [resource],
+      verbs: ['get', 'patch'],
+      resourceNames: ['web'],
+    });
+  });
+
+  it('a workload kind config-sync does not restart is refused at render, naming it', () => {
+    const run = helm(
+      'template',
+      'config-sync',
+      chart,
+      '--set',
+      'agent.namespaces[0].namespace=shop',
+      '--set',
+      'agent.namespaces[0].workload.kind=Job',
+      '--set',
+      'agent.namespaces[0].workload.name=x',
+    );
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toContain('workload kind "Job" is not one config-sync restarts');
+  });
+});
+
+describe('helm install, upgrade, uninstall', () => {
+  const system = useNamespace('helm-system');
+  const app = useNamespace('helm-app');
+  const release = 'cs-helm';
+  const values = () => [
+    '-n',
+    system.name,
+    '--set',
+    'webhook.injectLabel=config-sync.io/helm-test',
+    '--set',
+    'admissionPolicies.enabled=false',
+    '--set',
+    `agent.namespaces[0].namespace=${app.name}`,
+    '--set',
+    'agent.namespaces[0].configMaps[0]=web-config',
+    '--set',
+    'agent.namespaces[0].workload.kind=Deployment',
+    '--set',
+    'agent.namespaces[0].workload.name=web',
+  ];
+  const tlsSecret = () =>
+    JSON.parse(
+      kubectl('-n', system.name, 'get', 'secret', `${release}-config-sync-webhook-tls`, '-o', 'json'),
+    ) as {
+      data: Record<string, string>;
+    };
+  const caBundles = () =>
+    (
+      JSON.parse(
+        kubectl('get', 'mutatingwebhookconfiguration', `${release}-config-sync-inject`, '-o', 'json'),
+      ) as {
+        webhooks: { clientConfig: { caBundle: string } }[];
+      }
+    ).webhooks.map((w) => w.clientConfig.caBundle);
+
+  it('installs into a namespace under Pod Security restricted, with no warnings; the certificate fits the Service', () => {
+    for (const mode of ['enforce', 'warn', 'audit'])
+      kubectl(
+        'label',
+        'namespace',
+        system.name,
+        `pod-security.kubernetes.io/${mode}=restricted`,
+        '--overwrite',
+      );
+    const run = helm('install', release, chart, ...values());
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const secret = tlsSecret();
+    const cert = new X509Certificate(Buffer.from(secret.data['tls.crt'] as string, 'base64'));
+    const ca = new X509Certificate(Buffer.from(secret.data['ca.crt'] as string, 'base64'));
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.checkHost(`${release}-config-sync-webhook.${system.name}.svc`)).toBeDefined();
+    expect(caBundles()).toEqual([secret.data['ca.crt'], secret.data['ca.crt']]);
+    expect(kubectl('-n', app.name, 'get', 'role,rolebinding,serviceaccount', '-o', 'name')).toContain(
+      'role.rbac.authorization.k8s.io/config-sync-agent',
+    );
+    const deployment = JSON.parse(
+      kubectl('-n', system.name, 'get', 'deployment', `${release}-config-sync-webhook`, '-o', 'json'),
+    ) as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(deployment.spec.template.spec.containers[0]?.args).toEqual([
+      'webhook',
+      '--listen',
+      ':8443',
+      '--image',
+      'config-sync:0.1.0',
+    ]);
+  });
+
+  it('upgrade: a new serving certificate from the same CA, so the caBundle stays valid; sidecar defaults reach the webhook', () => {
+    const before = tlsSecret();
+    const run = helm('upgrade', release, chart, ...values(), '--set', 'sidecar.grace=2m');
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    const after = tlsSecret();
+    expect(after.data['tls.crt']).not.toBe(before.data['tls.crt']);
+    expect(after.data['ca.crt']).toBe(before.data['ca.crt']);
+    expect(caBundles()).toEqual([before.data['ca.crt'], before.data['ca.crt']]);
+    const cert = new X509Certificate(Buffer.from(after.data['tls.crt'] as string, 'base64'));
+    expect(
+      cert.verify(new X509Certificate(Buffer.from(after.data['ca.crt'] as string, 'base64')).publicKey),
+    ).toBe(true);
+    const args = kubectl(
+      '-n',
+      system.name,
+      'get',
+      'deployment',
+      `${release}-config-sync-webhook`,
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].args}',
+    );
+    expect(args).toContain('"--sidecar-grace","2m"');
+  });
+
+  it('uninstall leaves nothing behind', () => {
+    const run = helm('uninstall', release, '-n', system.name, '--wait');
+    expect(run.status).toBe(0);
+    const selector = `app.kubernetes.io/instance=${release}`;
+    expect(kubectl('-n', system.name, 'get', 'all,secret,configmap', '-l', selector, '-o', 'name')).toBe('');
+    expect(
+      kubectl('-n', app.name, 'get', 'role,rolebinding,serviceaccount', '-l', selector, '-o', 'name'),
+    ).toBe('');
+    expect(kubectl('get', 'mutatingwebhookconfiguration', '-l', selector, '-o', 'name')).toBe('');
+    expect(kubectl('-n', system.name, 'get', 'secret', '-o', 'name')).not.toContain('sh.helm.release');
+  });
+});
