@@ -47,6 +47,7 @@ import { baselinesToRecord, writeEnvBaselines } from './env-baselines.ts';
 import { runLoop, Wakeup } from './loop.ts';
 import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
+import { gateRestart } from './policy-gate.ts';
 import { reloadController } from './reload-controller.ts';
 import type { Runtime } from './runtime.ts';
 import { verdictNews } from './verdict-changes.ts';
@@ -98,6 +99,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastVerdict = new Map<string, string>();
   let lastActionKey = '';
   let status: WrittenStatus | undefined;
+  /** Why the policy gate refused the last restart: it goes into the condition's message. */
+  let policyNote: string | undefined;
   // When the containers started: for env and subPath targets, the app's start decides what it
   // holds when it and the agent did not start together (container-view.ts).
   const agentStartedAt = Date.now() - process.uptime() * 1000;
@@ -134,7 +137,16 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   ): Promise<{ retryAt?: number }> {
     let plan: Plan;
     try {
-      plan = planFor(rt, verdicts, await (owner ?? currentOwner()), lookup, now);
+      const ownerState = await (owner ?? currentOwner());
+      plan = await gateRestart(
+        rt,
+        planFor(rt, verdicts, ownerState, lookup, now),
+        ownerState,
+        lookup,
+        now,
+        signal,
+      );
+      policyNote = plan.alert === 'PolicyDenied' ? plan.reasons.at(-2) : undefined;
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {
@@ -200,7 +212,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       })
       .filter(Boolean)
       .join(',');
-    const write = statusToWrite(verdicts, versions, status, now, options.heartbeatMs);
+    const write = statusToWrite(verdicts, versions, status, now, options.heartbeatMs, policyNote);
     if (!write) return;
     try {
       await writePodStatus(rt.client, rt.namespace, podRef.name, write.update);
@@ -311,6 +323,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (allInSync) {
       metrics.lastSuccess.set(now / 1000);
       lastActionKey = '';
+      policyNote = undefined;
     }
     await recordEnvBaselines(pass);
 

@@ -9,6 +9,7 @@ import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
 import { verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
+import { gateRestart } from './policy-gate.ts';
 import type { Runtime } from './runtime.ts';
 
 export interface OneShotResult {
@@ -40,5 +41,6 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
   const owner: OwnerState = needsOwner
     ? await resolveOwner(rt.client, rt.namespace, rt.pod)
     : { type: 'unsupported', description: 'not needed' };
-  return { verdicts, plan: planFor(rt, verdicts, owner, lookup, now), sources };
+  const plan = await gateRestart(rt, planFor(rt, verdicts, owner, lookup, now), owner, lookup, now);
+  return { verdicts, plan, sources };
 }

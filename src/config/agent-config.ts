@@ -15,6 +15,7 @@ import { constants as osConstants } from 'node:os';
 import { parseWatchSpec, type WatchSpec } from '../discover/watch-spec.ts';
 import { ConfigSyncError } from '../errors.ts';
 import type { HealPolicy } from '../heal/planner.ts';
+import { type PolicyConfig, parseRestartWindow } from '../heal/policy.ts';
 import type { ReloadTrigger } from '../heal/reload.ts';
 import { isObjectName } from '../kube/names.ts';
 import type { Sourced } from '../kube/scope.ts';
@@ -128,6 +129,36 @@ export const targetSettings: readonly SettingDef[] = [
     description: 'how long one API request may take before it fails (watches excepted)',
   },
   {
+    name: 'policy-url',
+    env: 'CONFIG_SYNC_POLICY_URL',
+    type: 'string',
+    valueName: 'url',
+    description:
+      "before a restart, POST the plan to this OPA Data API path (http://HOST:8181/v1/data/PATH); its result's allow decides",
+  },
+  {
+    name: 'policy-failure',
+    env: 'CONFIG_SYNC_POLICY_FAILURE',
+    type: 'string',
+    valueName: 'closed|open',
+    default: 'closed',
+    description:
+      'when the policy cannot decide (unreachable, slow, a malformed answer): closed = no restart, open = restart',
+  },
+  {
+    name: 'restart-window',
+    env: 'CONFIG_SYNC_RESTART_WINDOW',
+    type: 'string',
+    valueName: 'window',
+    description: 'restart only inside this window, e.g. "Mon-Fri 08:00-18:00 Europe/Berlin"',
+  },
+  {
+    name: 'only-when-settled',
+    env: 'CONFIG_SYNC_ONLY_WHEN_SETTLED',
+    type: 'boolean',
+    description: 'no restart while the workload is not fully available or a rollout is in progress',
+  },
+  {
     name: 'min-restart-interval',
     env: 'CONFIG_SYNC_MIN_RESTART_INTERVAL',
     type: 'string',
@@ -213,6 +244,8 @@ export interface AgentConfig {
   /** The windows of the verdict (verify/verdict.ts): kubelet's propagation, and the debounce. */
   readonly verify: VerifyWindows;
   readonly heal: HealPolicy;
+  /** The policy gate before a restart (heal/policy.ts). */
+  readonly policy: PolicyConfig;
   /** Reload mode; undefined in restart and alert-only mode. */
   readonly reload: ReloadConfig | undefined;
   /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
@@ -304,6 +337,9 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
     );
   }
 
+  // (4b) The policy gate.
+  const policy = policyConfig(command, settings);
+
   // (5) A grace shorter than the debounce turns the two windows around. --grace 0s is the one
   // exception: it says "do not wait for kubelet at all", which `heal --dry-run --grace 0s` uses
   // on purpose to see the plan now.
@@ -324,8 +360,39 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
     stateDir: defaulted(settings, 'state-dir').value,
     verify,
     heal,
+    policy,
     reload,
     warnings,
+  };
+}
+
+/** --policy-url, --policy-failure, --restart-window, --only-when-settled -> the policy gate's configuration. */
+function policyConfig(command: string, settings: Settings): PolicyConfig {
+  const url = settings.string('policy-url');
+  if (url && !/^https?:\/\/[^/]+\/v1\/data\/\S*$/.test(url.value)) {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_FLAG',
+      'usage',
+      `${command}: --policy-url ${url.value} (from ${url.source}) is not an OPA Data API URL`,
+      {
+        hint: 'write http(s)://HOST:PORT/v1/data/<package path>, e.g. http://127.0.0.1:8181/v1/data/configsync/restart',
+      },
+    );
+  }
+  const failure = defaulted(settings, 'policy-failure');
+  if (failure.value !== 'closed' && failure.value !== 'open') {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_FLAG',
+      'usage',
+      `${command}: --policy-failure ${failure.value} (from ${failure.source}) is not closed or open`,
+      { hint: 'use --policy-failure closed (default: no restart when the policy cannot decide) or open' },
+    );
+  }
+  const window = settings.string('restart-window');
+  return {
+    restartWindow: window ? parseRestartWindow(window.value) : undefined,
+    onlyWhenSettled: settings.boolean('only-when-settled'),
+    opa: url ? { url: url.value, failure: failure.value } : undefined,
   };
 }
 

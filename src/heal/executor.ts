@@ -19,12 +19,31 @@ export type RestartOutcome = 'restarted' | 'conflict';
  * The patch carries the resourceVersion the plan was made from: the API server refuses it with
  * 409 if the workload changed since, and the caller re-reads and re-decides.
  */
-export function restartPatch(method: RestartMethod, resourceVersion: string, configHash: string, now: Date) {
-  const annotations = { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: configHash };
+export function restartPatch(
+  method: RestartMethod,
+  resourceVersion: string,
+  configHash: string,
+  now: Date,
+  history = '',
+) {
+  const annotations = {
+    [ANNOTATION.restartedAt]: now.toISOString(),
+    [ANNOTATION.configHash]: configHash,
+    [ANNOTATION.restarts]: restartHistory(history, now),
+  };
   if (method === 'restart-at') {
     return { metadata: { resourceVersion, annotations }, spec: { restartAt: now.toISOString() } };
   }
   return { metadata: { resourceVersion }, spec: { template: { metadata: { annotations } } } };
+}
+
+/** The restart history after a restart at `now`: the times within the last hour, then `now`. */
+export function restartHistory(history: string, now: Date): string {
+  const kept = history.split(/\s+/).filter((t) => {
+    const at = Date.parse(t);
+    return !Number.isNaN(at) && now.getTime() - at < 3_600_000 && at <= now.getTime();
+  });
+  return [...kept, now.toISOString()].join(' ');
 }
 
 export async function restartWorkload(
@@ -36,7 +55,7 @@ export async function restartWorkload(
   const w = plan.workload;
   if (plan.decision !== 'restart' || !w)
     throw new Error(`restartWorkload called with a ${plan.decision} plan`);
-  const body = restartPatch(WORKLOADS[w.kind].restart, w.resourceVersion, plan.configHash, now);
+  const body = restartPatch(WORKLOADS[w.kind].restart, w.resourceVersion, plan.configHash, now, w.history);
   try {
     await client.patch(workloadRef(w.kind, namespace, w.name), body, 'merge');
     return 'restarted';
@@ -56,7 +75,8 @@ export type EventReason =
   | 'SourceMissing'
   | 'InSync'
   | 'Reloaded'
-  | 'ReloadFailed';
+  | 'ReloadFailed'
+  | 'PolicyDenied';
 
 export interface PodRef {
   readonly name: string;

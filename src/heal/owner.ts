@@ -14,6 +14,7 @@ import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { REPLICA_SET, WORKLOADS, type WorkloadKind, workloadRef, workloadType } from '../kube/resources.ts';
 import type { OwnerState } from './planner.ts';
+import type { WorkloadHealth } from './policy.ts';
 
 /** The owner reference marked as controller, if any. */
 export function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference | undefined {
@@ -56,9 +57,37 @@ export async function findOwner(client: KubeClient, namespace: string, pod: V1Po
   return replicaSetOwnerStep(step.name, rs.metadata);
 }
 
-interface WorkloadObject {
+export interface WorkloadObject {
   readonly metadata?: V1ObjectMeta;
-  readonly spec?: { readonly template?: { readonly metadata?: V1ObjectMeta } };
+  readonly spec?: { readonly replicas?: number; readonly template?: { readonly metadata?: V1ObjectMeta } };
+  readonly status?: {
+    readonly observedGeneration?: number;
+    readonly replicas?: number;
+    readonly updatedReplicas?: number;
+    readonly availableReplicas?: number;
+    readonly desiredNumberScheduled?: number;
+    readonly updatedNumberScheduled?: number;
+    readonly numberAvailable?: number;
+  };
+}
+
+/**
+ * Whether a workload's rollout has settled, from its status: the controller has seen its latest
+ * spec, and every replica is updated and available with no old one left (a DaemonSet counts
+ * scheduled Pods). What `kubectl rollout status` waits for.
+ */
+export function workloadHealth(kind: WorkloadKind, obj: WorkloadObject): WorkloadHealth {
+  const status = obj.status ?? {};
+  const seen = (status.observedGeneration ?? 0) >= (obj.metadata?.generation ?? 0);
+  const daemon = kind === 'DaemonSet';
+  const want = daemon ? (status.desiredNumberScheduled ?? 0) : (obj.spec?.replicas ?? 1);
+  const updated = daemon ? (status.updatedNumberScheduled ?? 0) : (status.updatedReplicas ?? 0);
+  const available = daemon ? (status.numberAvailable ?? 0) : (status.availableReplicas ?? 0);
+  const total = daemon ? want : (status.replicas ?? 0);
+  const settled = seen && updated >= want && available >= want && total <= want;
+  const old = total > want ? `, ${total - want} old` : '';
+  const detail = `${available}/${want} available, ${updated}/${want} updated${seen ? '' : ', new spec not yet seen'}${old}`;
+  return { settled, detail };
 }
 
 /**
@@ -84,6 +113,8 @@ export async function readWorkload(
       name,
       resourceVersion: obj.metadata?.resourceVersion ?? '',
       restartAnnotations: kept ?? {},
+      labels: obj.metadata?.labels ?? {},
+      health: workloadHealth(kind, obj),
     },
   };
 }

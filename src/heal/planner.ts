@@ -7,6 +7,7 @@ export type HealMode = 'restart' | 'alert-only';
 
 import { ANNOTATION } from '../kube/annotations.ts';
 import { RESTARTABLE_KINDS, WORKLOADS, type WorkloadKind } from '../kube/resources.ts';
+import type { WorkloadHealth } from './policy.ts';
 
 export type { WorkloadKind };
 
@@ -19,6 +20,10 @@ export interface WorkloadState {
    * pod template's, or the object's own for a kind restarted through spec.restartAt.
    */
   readonly restartAnnotations: Readonly<Record<string, string>>;
+  /** The workload's own labels (the policy gate's input). */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Its rollout state, from its status (the policy gate's --only-when-settled). */
+  readonly health?: WorkloadHealth;
 }
 
 export type OwnerState =
@@ -45,7 +50,13 @@ export interface PlanInput {
 
 /** Closed set: Event reasons, log fields, the `action` label of config_sync_heal_total. */
 export type Decision = 'none' | 'restart' | 'deduped' | 'alert';
-export type AlertReason = 'SourceMissing' | 'CircuitOpen' | 'UnsupportedOwner' | 'AlertOnly' | 'RateLimited';
+export type AlertReason =
+  | 'SourceMissing'
+  | 'CircuitOpen'
+  | 'UnsupportedOwner'
+  | 'AlertOnly'
+  | 'RateLimited'
+  | 'PolicyDenied';
 
 export interface Plan {
   readonly decision: Decision;
@@ -54,6 +65,8 @@ export interface Plan {
     readonly kind: WorkloadKind;
     readonly name: string;
     readonly resourceVersion: string;
+    /** The restart history annotation as read (ANNOTATION.restarts), when there is one. */
+    readonly history?: string;
   };
   readonly configHash: string;
   /** Every line says why; printed by heal --dry-run and logged. */
@@ -121,7 +134,13 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   const w = owner.workload;
-  const workload = { kind: w.kind, name: w.name, resourceVersion: w.resourceVersion };
+  const history = w.restartAnnotations[ANNOTATION.restarts];
+  const workload = {
+    kind: w.kind,
+    name: w.name,
+    resourceVersion: w.resourceVersion,
+    ...(history === undefined ? {} : { history }),
+  };
   // (5)
   if (policy.mode === 'alert-only') {
     return {

@@ -8,7 +8,7 @@
 //      planning) -> a log line only, the agent re-reads and plans again; failed -> HealFailed,
 //      whose Event is not repeated for the same key;
 //  (3) deduped and alert plans are told once per key; an alert's Event reason names what kept
-//      the agent from restarting (CircuitOpen, SourceMissing) or is Drifted;
+//      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied) or is Drifted;
 //  (4) a plan with nothing to do tells nothing.
 import type { EventReason } from './executor.ts';
 import type { Plan } from './planner.ts';
@@ -89,11 +89,9 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
     };
   if (plan.decision === 'alert') {
     const reason: EventReason =
-      plan.alert === 'CircuitOpen'
-        ? 'CircuitOpen'
-        : plan.alert === 'SourceMissing'
-          ? 'SourceMissing'
-          : 'Drifted';
+      plan.alert === 'CircuitOpen' || plan.alert === 'SourceMissing' || plan.alert === 'PolicyDenied'
+        ? plan.alert
+        : 'Drifted';
     return {
       metric: { action: 'alert', result: plan.alert ?? 'unknown' },
       log: {

@@ -5,6 +5,8 @@ export const ANNOTATION = {
   configHash: 'config-sync.io/config-hash',
   /** On the workload's Pod template: what `kubectl rollout restart` writes. */
   restartedAt: 'kubectl.kubernetes.io/restartedAt',
+  /** Beside the config hash: config-sync's restarts of the workload in the last hour (for the policy gate). */
+  restarts: 'config-sync.io/restarts',
   /** On the Pod: the time of the last verified match. */
   lastConfigSync: 'config-sync.io/last-config-sync',
   /** On the Pod: the source versions that match was made on. */

@@ -20,6 +20,8 @@ export interface WrittenStatus {
   readonly writtenAt: number;
   readonly transitionAt: Date;
   readonly matched: string | undefined;
+  /** The note written with it, if any. */
+  readonly note?: string;
 }
 
 export function statusToWrite(
@@ -29,6 +31,8 @@ export function statusToWrite(
   last: WrittenStatus | undefined,
   now: number,
   heartbeatMs: number,
+  /** Why nothing was done about the drift (the policy gate's refusal), for the message. */
+  note?: string,
 ): { update: PodStatusUpdate; written: WrittenStatus } | undefined {
   // (1)
   if (verdicts.some((v) => v.state === 'Unknown')) return undefined;
@@ -40,7 +44,8 @@ export function statusToWrite(
   // (3)
   const matched = verdicts.every((v) => v.state === 'InSync') ? versions : undefined;
   // (4)
-  const transition = !last || last.inSync !== inSync || last.reason !== reason;
+  const noted = bad && note ? note : undefined;
+  const transition = !last || last.inSync !== inSync || last.reason !== reason || last.note !== noted;
   const newMatch = matched !== undefined && matched !== last?.matched;
   if (!transition && !newMatch && now - (last?.writtenAt ?? 0) < heartbeatMs) return undefined;
   const transitionAt = !last || last.inSync !== inSync ? new Date(now) : last.transitionAt;
@@ -49,13 +54,20 @@ export function statusToWrite(
       inSync,
       reason,
       message: bad
-        ? `${bad.target}: ${bad.message}`
+        ? `${bad.target}: ${bad.message}${noted ? `; ${noted}` : ''}`
         : propagating
           ? 'propagating within grace'
           : 'every target matches the API',
       lastTransitionTime: transitionAt,
       ...(matched !== undefined ? { lastConfigSync: new Date(now), matchedVersions: matched } : {}),
     },
-    written: { inSync, reason, writtenAt: now, transitionAt, matched: matched ?? last?.matched },
+    written: {
+      inSync,
+      reason,
+      writtenAt: now,
+      transitionAt,
+      matched: matched ?? last?.matched,
+      ...(noted ? { note: noted } : {}),
+    },
   };
 }

@@ -2,6 +2,7 @@
 # Builds one Go tool the tests drive, from the Go module proxy at a pinned version, and caches it
 # outside the checkout, so a fresh clone on the same machine does not rebuild:
 #   build-tool.sh helm  -> helm.sh/helm/v4/cmd/helm@v4.3.2   (the Helm chart's tests)
+#   build-tool.sh opa   -> github.com/open-policy-agent/opa@v1.22.4  (the policy gate's tests)
 # Prints the binary's path on its last line (stdout); progress goes to stderr. No Go code of
 # these tools ships in the product.
 set -euo pipefail
@@ -13,8 +14,13 @@ case "${1:-}" in
     # What Helm's own Makefile stamps, so `helm version` tells the truth.
     ldflags="-s -w -X helm.sh/helm/v4/internal/version.version=$version"
     ;;
+  opa)
+    pkg=github.com/open-policy-agent/opa
+    version=v1.22.4
+    ldflags="-s -w -X github.com/open-policy-agent/opa/v1/version.Version=${version#v}"
+    ;;
   *)
-    echo "usage: build-tool.sh helm" >&2
+    echo "usage: build-tool.sh helm|opa" >&2
     exit 2
     ;;
 esac

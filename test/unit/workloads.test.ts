@@ -111,7 +111,11 @@ describe('the restart patch', () => {
       spec: {
         template: {
           metadata: {
-            annotations: { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: 'cfg-1' },
+            annotations: {
+              [ANNOTATION.restartedAt]: now.toISOString(),
+              [ANNOTATION.configHash]: 'cfg-1',
+              [ANNOTATION.restarts]: now.toISOString(),
+            },
           },
         },
       },
@@ -122,7 +126,11 @@ describe('the restart patch', () => {
     expect(restartPatch(WORKLOADS.Rollout.restart, '42', 'cfg-1', now)).toEqual({
       metadata: {
         resourceVersion: '42',
-        annotations: { [ANNOTATION.restartedAt]: now.toISOString(), [ANNOTATION.configHash]: 'cfg-1' },
+        annotations: {
+          [ANNOTATION.restartedAt]: now.toISOString(),
+          [ANNOTATION.configHash]: 'cfg-1',
+          [ANNOTATION.restarts]: now.toISOString(),
+        },
       },
       spec: { restartAt: now.toISOString() },
     });
