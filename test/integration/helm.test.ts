@@ -191,6 +191,31 @@ describe('the chart', () => {
     });
   });
 
+  it("a certificate of the user's own: no Secret made, the caBundle given, and none without it", () => {
+    const own = [
+      '--set',
+      'webhook.tls.existingSecret=my-webhook-tls',
+      '--set',
+      'webhook.tls.caBundle=Q0EgUEVN',
+    ];
+    const rendered = docs(helm('template', 'config-sync', chart, ...own).stdout);
+    expect(find(rendered, 'Secret')).toEqual([]);
+    const [webhooks] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
+      webhooks: { clientConfig: { caBundle: string } }[];
+    })[];
+    expect(webhooks?.webhooks.map((w) => w.clientConfig.caBundle)).toEqual(['Q0EgUEVN', 'Q0EgUEVN']);
+    expect(JSON.stringify(find(rendered, 'Deployment'))).toContain('"secretName":"my-webhook-tls"');
+    const missing = helm(
+      'template',
+      'config-sync',
+      chart,
+      '--set',
+      'webhook.tls.existingSecret=my-webhook-tls',
+    );
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain('webhook.tls.caBundle: the base64 PEM of the CA that signed');
+  });
+
   it('a workload kind config-sync does not restart is refused at render, naming it', () => {
     const run = helm(
       'template',

@@ -57,6 +57,17 @@ async function condition(name: string, status: 'True' | 'False', reason: string,
   );
 }
 
+/** The admin kubeconfig with its user's credentials replaced by `token`. */
+function tokenKubeconfig(name: string, token: string): string {
+  const config = parse(fs.readFileSync(controlPlane().adminKubeconfig, 'utf8')) as {
+    users: { name: string; user: Record<string, unknown> }[];
+  };
+  for (const u of config.users) u.user = { token };
+  const file = path.join(tmp, `${name}.kubeconfig`);
+  fs.writeFileSync(file, stringify(config));
+  return file;
+}
+
 let pods: AppPod[] = [];
 beforeAll(async () => {
   pods = await createApp(ns.admin, ns.name, 2);
@@ -115,14 +126,26 @@ describe('config-sync status', () => {
     expect(healed.stdout).toContain('web: 2/2 in sync');
   });
 
+  it('needs nothing but list pods', async () => {
+    const lister = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'pod-lister',
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+    });
+    const run = await cli(
+      ['status', '--kubeconfig', tokenKubeconfig('lister', lister.token), '-n', ns.name],
+      {
+        PATH: '',
+        HOME: tmp,
+      },
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain('web: ');
+  });
+
   it('an identity that may not list Pods: the refusal names the missing permission, exit 3', async () => {
     const nobody = await createServiceAccountIdentity(other.admin, { namespace: other.name, name: 'nobody' });
-    const admin = parse(fs.readFileSync(controlPlane().adminKubeconfig, 'utf8')) as {
-      users: { name: string; user: Record<string, unknown> }[];
-    };
-    for (const u of admin.users) u.user = { token: nobody.token };
-    const file = path.join(tmp, 'nobody.kubeconfig');
-    fs.writeFileSync(file, stringify(admin));
+    const file = tokenKubeconfig('nobody', nobody.token);
     const run = await cli(['status', '--kubeconfig', file, '-n', other.name], { PATH: '', HOME: tmp });
     expect(run.status).toBe(3);
     expect(run.stderr).toContain(`${nobody.username} may not list pods in namespace "${other.name}"`);
