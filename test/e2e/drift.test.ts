@@ -332,21 +332,36 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         { what: 'InSync once the restarted app holds the change', timeoutMs: 60_000, intervalMs: 500 },
       );
       expect(verdict.reason).toBe('InSync');
-      // The other replica's app did not restart: it still holds the old file, and says so.
-      const pods = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items;
-      const other = pods.find((p) => p.metadata?.name !== name && !p.metadata?.deletionTimestamp);
-      const condition = other?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
-      // What explains a failure here: the other agent's verdicts and the other Pod's containers.
-      const why = JSON.stringify({
-        verdicts: (await agentLog(ns.name, other?.metadata?.name ?? '')).filter(
-          (l) => l.target === 'app:/etc/log.yaml',
-        ),
-        containers: [
-          ...(other?.status?.initContainerStatuses ?? []),
-          ...(other?.status?.containerStatuses ?? []),
-        ].map((c) => ({ name: c.name, restarts: c.restartCount, startedAt: c.state?.running?.startedAt })),
+      // The other replica's app did not restart: it still holds the old file, and says so, once
+      // its agent has confirmed the drift with a fresh read (a read that fails leaves it Unknown
+      // and it decides again at the next pass, 2 s later here).
+      const otherPod = async () =>
+        (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items.find(
+          (p) => p.metadata?.name !== name && !p.metadata?.deletionTimestamp,
+        );
+      const inSyncOf = (p: Awaited<ReturnType<typeof otherPod>>) =>
+        p?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
+      await waitFor(
+        async () => {
+          const c = inSyncOf(await otherPod());
+          return c?.status === 'False' && c.reason === 'SubPathStale' ? true : undefined;
+        },
+        { what: "the other replica's condition False, SubPathStale", timeoutMs: 60_000, intervalMs: 500 },
+      ).catch(async (error: Error) => {
+        // What explains a failure here: the other agent's verdicts and the other Pod's containers.
+        const other = await otherPod();
+        const why = JSON.stringify({
+          condition: inSyncOf(other),
+          verdicts: (await agentLog(ns.name, other?.metadata?.name ?? '')).filter(
+            (l) => l.target === 'app:/etc/log.yaml',
+          ),
+          containers: [
+            ...(other?.status?.initContainerStatuses ?? []),
+            ...(other?.status?.containerStatuses ?? []),
+          ].map((c) => ({ name: c.name, restarts: c.restartCount, startedAt: c.state?.running?.startedAt })),
+        });
+        throw new Error(`${error.message}: ${why}`);
       });
-      expect(condition, why).toMatchObject({ status: 'False', reason: 'SubPathStale' });
       // Alert mode: nothing was restarted.
       expect((await eventsOf(ns.admin, ns.name)).some((e) => e.reason === 'Healed')).toBe(false);
     });

@@ -27,6 +27,8 @@ let opa = '';
 let server: ChildProcess | undefined;
 let policyUrl = '';
 const running: AgentProcess[] = [];
+/** OPA servers a test starts for itself: stopped at the end whatever happened. */
+const extraServers: ChildProcess[] = [];
 
 beforeAll(async () => {
   opa = execFileSync('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'opa'], {
@@ -63,6 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(running.splice(0).map((a) => a.stop()));
   server?.kill('SIGTERM');
+  for (const s of extraServers) s.kill('SIGTERM');
 });
 
 async function events(admin: KubeConfig, namespace: string) {
@@ -160,6 +163,36 @@ describe('when the policy cannot decide, and the built-in policies', () => {
     const open = await dryRun('--policy-url', dead, '--policy-failure', 'open');
     expect(open.stdout).toContain('plan: restart Deployment web');
     expect(open.stdout).toContain('--policy-failure open: restarting anyway');
+  });
+
+  it('OPA stopped: fail closed', async () => {
+    const port = await freeLoopbackPort();
+    const stopped = spawn(
+      opa,
+      [
+        'run',
+        '--server',
+        '--addr',
+        `127.0.0.1:${port}`,
+        ...['decision.rego', 'frozen.rego'].map((f) => path.join(policies, f)),
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    extraServers.push(stopped);
+    const url = `http://127.0.0.1:${port}/v1/data/configsync/restart`;
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok || undefined,
+      { what: 'the second OPA server' },
+    );
+    expect((await dryRun('--policy-url', url)).stdout).toContain('plan: restart Deployment web');
+    const exited = new Promise((resolve) => stopped.once('exit', resolve));
+    stopped.kill('SIGTERM');
+    await exited;
+    const run = await dryRun('--policy-url', url);
+    expect(run.stdout).toContain('plan: alert (PolicyDenied), no restart');
+    expect(run.stdout).toContain('--policy-failure closed: no restart');
   });
 
   it('a policy path OPA has no decision at: malformed, so closed', async () => {

@@ -12,8 +12,18 @@ import { createKubeClient } from '../../src/kube/client.ts';
 import { resolveScope } from '../../src/kube/scope.ts';
 import { gatherScopeFacts } from '../../src/kube/scope-facts.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
+import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
-import { type AppPod, bin, cli, createApp, SECRET_VALUE } from './support-app.ts';
+import {
+  AgentProcess,
+  type AppPod,
+  bin,
+  cli,
+  createApp,
+  SECRET_VALUE,
+  updateConfig,
+  writeMount,
+} from './support-app.ts';
 
 const ns = useNamespace('status');
 const other = useNamespace('status-other');
@@ -94,7 +104,9 @@ describe('config-sync status', () => {
     expect(run.stderr).toBe('');
     expect(run.status).toBe(1);
     const [a, b] = pods as [AppPod, AppPod];
-    expect(run.stdout).toMatch(new RegExp(`${a.name}\\s+Deployment/web\\s+InSync\\s+InSync\\s+-\\s+60s ago`));
+    expect(run.stdout).toMatch(
+      new RegExp(`${a.name}\\s+Deployment/web\\s+InSync\\s+InSync\\s+-\\s+\\d+s ago`),
+    );
     expect(run.stdout).toMatch(
       new RegExp(`${b.name}\\s+Deployment/web\\s+Drifted\\s+SubPathStale\\s+4m\\s+-`),
     );
@@ -162,6 +174,39 @@ describe('config-sync status', () => {
     const run = await cli(['status', '--kubeconfig', file], { PATH: '', HOME: tmp });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('pass -n NAMESPACE, -A for every namespace');
+  });
+});
+
+describe('after a real drift, with real agents', () => {
+  const drift = useNamespace('status-drift');
+  const agents: AgentProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(agents.splice(0).map((a) => a.stop()));
+  });
+
+  it('status -A shows the drifted Pod and the one in sync, and exits 1', async () => {
+    const [a, b] = (await createApp(drift.admin, drift.name, 2)) as [AppPod, AppPod];
+    // alert-only: the drift stays, so status has something to show.
+    for (const p of [a, b]) agents.push(AgentProcess.start(p, ['--grace', '1s', '--on-drift', 'alert-only']));
+    await Promise.all(agents.map((x) => x.waitFor((l) => l.state === 'InSync', 'InSync')));
+    // The API changes; kubelet delivers it to the first Pod only.
+    await updateConfig(drift.admin, drift.name, { 'app.yaml': 'level: debug\n' });
+    writeMount(a.mountRoot, { 'app.yaml': 'level: debug\n' });
+    const [agentB] = agents.slice(-1) as [AgentProcess];
+    await agentB.waitFor((l) => l.state === 'Drifted', 'Drifted', 30_000);
+    const run = await waitFor(
+      async () => {
+        const r = await cli(['status', '-A', '-o', 'wide'], asAdmin());
+        return r.stdout.includes(`${drift.name}/web: 1/2 drifted (ContentDrift)`) ? r : undefined;
+      },
+      { what: 'status showing the drift', timeoutMs: 30_000 },
+    );
+    expect(run.status).toBe(1);
+    expect(run.stdout).toMatch(new RegExp(`${drift.name}\\s+${a.name}\\s+Deployment/web\\s+InSync`));
+    expect(run.stdout).toMatch(
+      new RegExp(`${drift.name}\\s+${b.name}\\s+Deployment/web\\s+Drifted\\s+ContentDrift`),
+    );
+    expect(run.stdout).not.toContain('level: debug');
   });
 });
 
