@@ -52,6 +52,9 @@ import { reloadController } from './reload-controller.ts';
 import type { Runtime } from './runtime.ts';
 import { verdictNews } from './verdict-changes.ts';
 
+/** How soon a drift whose sources could not be confirmed (the API did not answer) is tried again. */
+const CONFIRM_RETRY_MS = 5_000;
+
 export interface AgentDeps {
   readonly rt: Runtime;
   readonly log: Logger;
@@ -234,7 +237,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function confirmView(
     pass: PassResult,
     now: number,
-  ): Promise<{ pass: PassResult; owner?: Promise<OwnerState> }> {
+  ): Promise<{ pass: PassResult; owner?: Promise<OwnerState>; unconfirmed?: boolean }> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return { pass };
     const owner = currentOwner();
@@ -244,7 +247,11 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       refreshStarts(),
     ]);
     if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner };
-    return { pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now), owner };
+    return {
+      pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now),
+      owner,
+      unconfirmed: unconfirmed.size > 0,
+    };
   }
 
   // (d) An app container that restarted since the agent last read its Pod holds the config of
@@ -305,7 +312,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const first = runPass(lookup, now);
     reload?.see(now);
     metrics.duration.observe((performance.now() - t0) / 1000);
-    const { pass, owner } = await confirmView(first, now);
+    const { pass, owner, unconfirmed } = await confirmView(first, now);
     memory = pass.memory;
     const drifted = pass.verdicts.filter(isDrift);
     // A source counts as mismatched in this pass when any target that reads it drifted.
@@ -354,9 +361,11 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     ready = true;
     lastPassAt = clock();
 
-    // (5)
+    // (5) A drift the API could not confirm is asked about again soon, not at the next resync:
+    // the read that failed was one request, and the drift behind it may be real.
     const deadlines = pass.verdicts.map((v) => v.deadline).filter((d): d is number => d !== undefined);
     if (retryAt !== undefined) deadlines.push(retryAt);
+    if (unconfirmed) deadlines.push(clock() + CONFIRM_RETRY_MS);
     return deadlines.length ? Math.min(...deadlines) : undefined;
   }
 

@@ -11,6 +11,9 @@
 //    destroyed, new ones are reset at once until resume().
 //  - stallWatches(): only the open watch streams stop delivering, as when a watch connection
 //    hangs half-open while new connections work.
+//  - stallRequests(): new requests other than watches wait unanswered while the open watches
+//    keep delivering, as when one read is lost in an overloaded API server or network.
+//    resume() ends it.
 //  - answerGone(n): the next n watch requests are answered with a 410 Gone watch event, as an
 //    API server answers a resourceVersion that left its watch cache (after a restart, say).
 //  - endWatches(): the open watch streams end cleanly, as the server ends them at timeoutSeconds.
@@ -30,7 +33,7 @@ export interface ProxiedRequest {
   gone?: boolean;
 }
 
-type Mode = 'pass' | 'stall' | 'cut';
+type Mode = 'pass' | 'stall' | 'stall-requests' | 'cut';
 
 export class ApiProxy {
   readonly requests: ProxiedRequest[] = [];
@@ -134,7 +137,8 @@ export class ApiProxy {
         });
         req.pipe(out);
       };
-      if (proxy.mode === 'stall') proxy.held.push(forward);
+      if (proxy.mode === 'stall' || (proxy.mode === 'stall-requests' && verb !== 'watch'))
+        proxy.held.push(forward);
       else forward();
     });
     return proxy;
@@ -148,6 +152,11 @@ export class ApiProxy {
   stall(): void {
     this.mode = 'stall';
     for (const s of this.streams) s.pause();
+  }
+
+  /** New requests other than watches wait unanswered; watches keep delivering. resume() ends it. */
+  stallRequests(): void {
+    this.mode = 'stall-requests';
   }
 
   /** Only the open watch streams stop delivering; every other request passes. resume() ends it. */

@@ -120,6 +120,30 @@ describe('a partition that drops packets', () => {
   });
 });
 
+describe('a read before acting that gets no answer', () => {
+  const ns = useNamespace('stale-unanswered');
+
+  it('is asked again within seconds once the API answers, not at the next resync: the real drift is healed', async () => {
+    // --resync stays at its 60 s default, and the watch stays quiet: only the retry of the read
+    // can bring the agent back to the drift within the wait below.
+    const { proxy, agent } = await agentBehindProxy(ns.admin, ns.name, [
+      '--grace',
+      '1s',
+      '--request-timeout',
+      '1s',
+    ]);
+    proxy.stallRequests();
+    await updateConfig(ns.admin, ns.name, CHANGED); // kubelet never delivers it: a real drift
+    await agent.waitFor(
+      (l) => l.state === 'Unknown' && /could not confirm/.test(String(l.msg)),
+      'Unknown: the confirming read got no answer',
+    );
+    proxy.resume();
+    const restarted = await agent.waitFor((l) => l.msg === 'restarted workload', 'the restart', 20_000);
+    expect(restarted.workload).toMatchObject({ kind: 'Deployment', name: 'web' });
+  });
+});
+
 describe('the API server gone and back, with a watch cache that lost the version', () => {
   const ns = useNamespace('stale-restart');
 
