@@ -137,7 +137,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     verdicts: readonly Verdict[],
     now: number,
     owner?: Promise<OwnerState>,
-  ): Promise<{ retryAt?: number }> {
+  ): Promise<{ retryAt?: number; conflict?: boolean }> {
     let plan: Plan;
     try {
       const ownerState = await (owner ?? currentOwner());
@@ -175,7 +175,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       await tell(restartReport(plan, outcome, repeated));
       if (outcome.type === 'conflict') {
         wakeup.wake();
-        return {};
+        return { conflict: true };
       }
       lastActionKey = key;
       return {};

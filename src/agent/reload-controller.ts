@@ -43,8 +43,11 @@ export interface ReloadDeps {
   readonly starts: () => ContainerStarts;
   /** The source cache's quorum re-read (watch/source-cache.ts). */
   readonly confirm: (refs: readonly SourceRef[]) => Promise<Confirmation>;
-  /** Plans and performs a heal for these verdicts (the agent's act). */
-  readonly act: (verdicts: readonly Verdict[], now: number) => Promise<{ retryAt?: number }>;
+  /** Plans and performs a heal for these verdicts (the agent's act); `conflict`: a 409, re-plan. */
+  readonly act: (
+    verdicts: readonly Verdict[],
+    now: number,
+  ) => Promise<{ retryAt?: number; conflict?: boolean }>;
   readonly wake: () => void;
   readonly event: (reason: EventReason, message: string, type: 'Normal' | 'Warning') => Promise<void>;
   readonly metrics: AgentMetrics;
@@ -97,7 +100,6 @@ export function reloadController(deps: ReloadDeps): ReloadController {
       if (corrected) deps.wake();
       return corrected ? {} : { retryAt: now + FALLBACK_RETRY_MS };
     }
-    reload = fallbackCarriedOut(reload);
     const failed: Verdict = {
       target: 'reload',
       state: 'Drifted',
@@ -105,7 +107,11 @@ export function reloadController(deps: ReloadDeps): ReloadController {
       message: `${message}: the app may still run the old config`,
       mismatches: [],
     };
-    return deps.act([...verdicts, failed], now);
+    // A 409 (the workload changed while planning) is not the fallback carried out: it stays owed,
+    // and the pass the conflict wakes plans it again on the workload as it is now.
+    const { retryAt, conflict } = await deps.act([...verdicts, failed], now);
+    if (!conflict) reload = fallbackCarriedOut(reload);
+    return retryAt === undefined ? {} : { retryAt };
   }
 
   return {

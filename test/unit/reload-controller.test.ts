@@ -1,0 +1,69 @@
+// Reload mode's effects (src/agent/reload-controller.ts), with the agent's parts it calls passed
+// in: a reload that fails falls back to a restart once; a restart refused with 409 (the workload
+// changed while planning) is not the fallback carried out, so the next pass plans it again.
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { reloadController } from '../../src/agent/reload-controller.ts';
+import { createLogger } from '../../src/log.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import type { SourceState } from '../../src/verify/source.ts';
+import type { Verdict } from '../../src/verify/verdict.ts';
+import { freeLoopbackPort } from '../cluster/ports.ts';
+
+const inSync: Verdict[] = [
+  { target: 'app:/etc/app', state: 'InSync', reason: 'InSync', message: 'files match', mismatches: [] },
+];
+
+describe('the reload fallback', () => {
+  it('after a 409 it stays owed and is planned again; once carried out, never again for that config', async () => {
+    let version = '1';
+    const lookup = (): SourceState => ({
+      state: 'present',
+      snapshot: {
+        ref: { kind: 'ConfigMap', name: 'app' },
+        uid: 'u',
+        resourceVersion: version,
+        immutable: false,
+        changedAt: undefined,
+        keys: new Map([['app.yaml', { sha256: version.repeat(64).slice(0, 64), size: 1 }]]),
+      },
+    });
+    const answers = [{ conflict: true }, {}];
+    const acted: Verdict[][] = [];
+    const nobody = `http://127.0.0.1:${await freeLoopbackPort()}/-/reload`;
+    const controller = reloadController({
+      config: { trigger: { kind: 'http', url: nobody }, settleMs: 0 },
+      targets: [],
+      sources: [{ kind: 'ConfigMap', name: 'app' }],
+      agentPath: (p) => p,
+      lookup,
+      starts: () => ({ agent: 0, byContainer: {} }),
+      confirm: async () => ({ corrected: false, unconfirmed: new Map() }),
+      act: async (verdicts) => {
+        acted.push([...verdicts]);
+        return answers.shift() ?? {};
+      },
+      wake: () => {},
+      event: async () => {},
+      metrics: createMetrics(() => ({})),
+      log: createLogger('error', {}, new Writable({ write: (_c, _e, done) => done() })),
+      signal: new AbortController().signal,
+    });
+
+    const t0 = Date.parse('2026-12-03T12:00:00Z');
+    controller.see(t0);
+    expect(await controller.afterInSync(inSync, t0)).toEqual({}); // the config the app started with
+    version = '2';
+    controller.see(t0 + 10_000);
+    // The reload POST finds no app: the fallback restart is planned, and answered 409.
+    await controller.afterInSync(inSync, t0 + 10_000);
+    expect(acted).toHaveLength(1);
+    expect(acted[0]?.at(-1)).toMatchObject({ target: 'reload', state: 'Drifted', reason: 'ReloadFailed' });
+    // The next pass: still owed, planned again, carried out.
+    await controller.afterInSync(inSync, t0 + 11_000);
+    expect(acted).toHaveLength(2);
+    // Carried out: not again for this config.
+    await controller.afterInSync(inSync, t0 + 12_000);
+    expect(acted).toHaveLength(2);
+  });
+});
