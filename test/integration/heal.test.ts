@@ -1,6 +1,6 @@
 // check and heal as an operator runs them (the built CLI, in the agent's identity with exactly
 // the shipped Role), against the real API and kubelet-style mounts.
-import { AppsV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
@@ -79,6 +79,16 @@ describe('check and heal', () => {
     );
     expect(restarted).toHaveLength(1);
     expect(deduped).toHaveLength(4);
+    // A restart by hand is recorded like the agent's: a Healed Event on the Pod it ran for, and
+    // the deduped runs a Deduped Event each.
+    const events = (await ns.admin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: ns.name }))
+      .items;
+    const healed = events.filter((e) => e.reason === 'Healed');
+    expect(healed).toHaveLength(1);
+    expect(healed[0]?.message).toMatch(
+      /^restarted Deployment web for config [0-9a-f]{16}: .*\(by config-sync heal\)$/,
+    );
+    expect(events.filter((e) => e.reason === 'Deduped')).toHaveLength(4);
 
     const annotations = await templateAnnotations(ns.admin, ns.name);
     expect(annotations['config-sync.io/config-hash']).toMatch(/^[0-9a-f]{16}$/);

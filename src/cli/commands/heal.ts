@@ -1,9 +1,10 @@
 import { runOnce } from '../../agent/oneshot.ts';
-import { openRuntime } from '../../agent/runtime.ts';
+import { openRuntime, type Runtime } from '../../agent/runtime.ts';
 import { agentConfig, targetSettings } from '../../config/agent-config.ts';
 import { outputSetting, resolveSettings, type SettingDef } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
-import { restartWorkload } from '../../heal/executor.ts';
+import { emitEvent, restartWorkload } from '../../heal/executor.ts';
+import { type HealReport, planReport, restartReport } from '../../heal/report.ts';
 import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
 import { parseOutputFormat } from '../output-format.ts';
@@ -19,6 +20,31 @@ const defs: readonly SettingDef[] = [
 // A 409 means the workload changed between read and patch (a sibling restarted it, a deploy
 // rolled): re-read and decide again, a bounded number of times.
 const MAX_ATTEMPTS = 3;
+
+/**
+ * What heal did, as an Event on the Pod it ran for (the agent's own reports, heal/report.ts), so
+ * a restart by hand is as visible in `kubectl describe pod` as the agent's. An Event that cannot
+ * be written (an operator without `create events`) is a warning, not a failure: the restart
+ * happened.
+ */
+async function tellOnPod(rt: Runtime, report: HealReport, io: CliIO): Promise<void> {
+  const name = rt.pod?.metadata?.name;
+  if (!report.event || !name) return;
+  try {
+    await emitEvent(
+      rt.client,
+      { name, namespace: rt.namespace, uid: rt.pod?.metadata?.uid ?? '' },
+      report.event.reason,
+      `${report.event.message} (by config-sync heal)`,
+      report.event.type,
+      new Date(),
+    );
+  } catch (error) {
+    io.stderr.write(
+      `warning: could not record the ${report.event.reason} Event: ${(error as Error).message}\n`,
+    );
+  }
+}
 
 export const healCommand: Command = {
   name: 'heal',
@@ -39,10 +65,13 @@ export const healCommand: Command = {
             : planText(plan, verdicts),
         );
         if (settings.boolean('dry-run')) return drift ? EXIT.drift : EXIT.ok;
+        const report = planReport(plan, false);
+        if (report) await tellOnPod(rt, report, io);
         return plan.decision === 'alert' ? EXIT.drift : EXIT.ok;
       }
       const outcome = await restartWorkload(rt.client, rt.namespace, plan, new Date());
       if (outcome === 'restarted') {
+        await tellOnPod(rt, restartReport(plan, { type: 'restarted' }, false), io);
         const done = `restarted ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}`;
         io.stdout.write(
           format === 'json'
