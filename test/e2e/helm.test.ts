@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bin, root } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
-import { cluster, describeOnNode, kubectl, useNode, webPodsInSync } from './support.ts';
+import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
 
 const run = promisify(execFile);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-helm-'));
@@ -38,33 +38,6 @@ function env(): NodeJS.ProcessEnv {
     HELM_DATA_HOME: path.join(dir, 'data'),
   };
 }
-
-/** An app with a ConfigMap volume and no sidecar: the webhook is to add it. */
-const plainWorkload = {
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'web' },
-  spec: {
-    replicas: 1,
-    selector: { matchLabels: { app: 'web' } },
-    template: {
-      metadata: { labels: { app: 'web' } },
-      spec: {
-        serviceAccountName: 'config-sync-agent',
-        securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-        containers: [
-          {
-            name: 'app',
-            image: 'registry.k8s.io/pause:3.10',
-            volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
-            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-          },
-        ],
-        volumes: [{ name: 'config', configMap: { name: 'web-config' } }],
-      },
-    },
-  },
-};
 
 describeOnNode('the Helm chart on a real node', () => {
   useNode();
@@ -105,7 +78,7 @@ describeOnNode('the Helm chart on a real node', () => {
 
     await kubectl('label', 'namespace', app, 'config-sync.io/inject=enabled');
     await kubectl('apply', '-n', app, '-f', path.join(root, 'deploy/sidecar/example/configmap.yaml'));
-    fs.writeFileSync(path.join(dir, 'web.json'), JSON.stringify(plainWorkload));
+    fs.writeFileSync(path.join(dir, 'web.json'), JSON.stringify(plainWorkload()));
     await kubectl('apply', '-n', app, '-f', path.join(dir, 'web.json'));
 
     const [pod] = await webPodsInSync(admin, app, 1);

@@ -225,3 +225,36 @@ export function killContainer(pod: V1Pod, container: string): number {
   if (killed === 0) throw new Error(`no process of container ${container} (${id}) on the node`);
   return killed;
 }
+
+/** An app with a ConfigMap volume and no sidecar, under Pod Security restricted: a webhook is to add it. */
+export function plainWorkload() {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web' },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'web' } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: {
+          serviceAccountName: 'config-sync-agent',
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 65532,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: 'app',
+              image: 'registry.k8s.io/pause:3.10',
+              volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+            },
+          ],
+          volumes: [{ name: 'config', configMap: { name: 'web-config' } }],
+        },
+      },
+    },
+  };
+}

@@ -9,7 +9,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
-import { cluster, describeOnNode, kubectl, useNode, webPodsInSync } from './support.ts';
+import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-webhook-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -43,39 +43,6 @@ function serviceCertificate(): { cert: string; key: string } {
     { stdio: 'ignore' },
   );
   return { cert, key };
-}
-
-/** An app with a ConfigMap volume and no sidecar: the webhook is to add it. */
-function plainWorkload() {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'web' },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: 'web' } },
-      template: {
-        metadata: { labels: { app: 'web' } },
-        spec: {
-          serviceAccountName: 'config-sync-agent',
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: 65532,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
-          containers: [
-            {
-              name: 'app',
-              image: 'registry.k8s.io/pause:3.10',
-              volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
-              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-            },
-          ],
-          volumes: [{ name: 'config', configMap: { name: 'web-config' } }],
-        },
-      },
-    },
-  };
 }
 
 describeOnNode('deploy/webhook in the cluster', () => {

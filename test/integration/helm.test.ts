@@ -34,6 +34,9 @@ interface Obj {
   [field: string]: unknown;
 }
 
+/** `--set` flags, one per value. */
+const set = (...values: string[]) => values.flatMap((v) => ['--set', v]);
+
 function helm(...args: string[]) {
   return spawnSync(helmBin, args, {
     encoding: 'utf8',
@@ -120,15 +123,8 @@ describe('the chart', () => {
 
   it('renders the admission policies, alert rules and dashboard from the same files', () => {
     const rendered = docs(
-      helm(
-        'template',
-        'config-sync',
-        chart,
-        '--set',
-        'prometheusRule.enabled=true',
-        '--set',
-        'dashboard.enabled=true',
-      ).stdout,
+      helm('template', 'config-sync', chart, ...set('prometheusRule.enabled=true', 'dashboard.enabled=true'))
+        .stdout,
     );
     const policies = ['own-pod-policy.yaml', 'own-workload-policy.yaml', 'own-rollout-policy.yaml'].flatMap(
       (f) => docs(fs.readFileSync(path.join(root, 'deploy/sidecar/rbac', f), 'utf8')),
@@ -157,16 +153,13 @@ describe('the chart', () => {
         'template',
         'config-sync',
         chart,
-        '--set',
-        'agent.namespaces[0].namespace=shop',
-        '--set',
-        'agent.namespaces[0].configMaps[0]=web-config',
-        '--set',
-        'agent.namespaces[0].secrets[0]=web-secrets',
-        '--set',
-        `agent.namespaces[0].workload.kind=${kind}`,
-        '--set',
-        'agent.namespaces[0].workload.name=web',
+        ...set(
+          'agent.namespaces[0].namespace=shop',
+          'agent.namespaces[0].configMaps[0]=web-config',
+          'agent.namespaces[0].secrets[0]=web-secrets',
+          `agent.namespaces[0].workload.kind=${kind}`,
+          'agent.namespaces[0].workload.name=web',
+        ),
       ).stdout,
     );
     const [role] = find(rendered, 'Role') as (Obj & { rules: unknown[] })[];
@@ -192,12 +185,7 @@ describe('the chart', () => {
   });
 
   it("a certificate of the user's own: no Secret made, the caBundle given, and none without it", () => {
-    const own = [
-      '--set',
-      'webhook.tls.existingSecret=my-webhook-tls',
-      '--set',
-      'webhook.tls.caBundle=Q0EgUEVN',
-    ];
+    const own = [...set('webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN')];
     const rendered = docs(helm('template', 'config-sync', chart, ...own).stdout);
     expect(find(rendered, 'Secret')).toEqual([]);
     const [webhooks] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
@@ -209,11 +197,31 @@ describe('the chart', () => {
       'template',
       'config-sync',
       chart,
-      '--set',
-      'webhook.tls.existingSecret=my-webhook-tls',
+      ...set('webhook.tls.existingSecret=my-webhook-tls'),
     );
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain('webhook.tls.caBundle: the base64 PEM of the CA that signed');
+  });
+
+  it('webhook.namespaceSelector chooses the injected namespaces', () => {
+    const rendered = docs(
+      helm(
+        'template',
+        'config-sync',
+        chart,
+        ...set(
+          'webhook.namespaceSelector.matchExpressions[0].key=team',
+          'webhook.namespaceSelector.matchExpressions[0].operator=In',
+          'webhook.namespaceSelector.matchExpressions[0].values[0]=payments',
+        ),
+      ).stdout,
+    );
+    const [config] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
+      webhooks: { namespaceSelector: unknown }[];
+    })[];
+    expect(config?.webhooks[0]?.namespaceSelector).toEqual({
+      matchExpressions: [{ key: 'team', operator: 'In', values: ['payments'] }],
+    });
   });
 
   it('a workload kind config-sync does not restart is refused at render, naming it', () => {
@@ -221,12 +229,11 @@ describe('the chart', () => {
       'template',
       'config-sync',
       chart,
-      '--set',
-      'agent.namespaces[0].namespace=shop',
-      '--set',
-      'agent.namespaces[0].workload.kind=Job',
-      '--set',
-      'agent.namespaces[0].workload.name=x',
+      ...set(
+        'agent.namespaces[0].namespace=shop',
+        'agent.namespaces[0].workload.kind=Job',
+        'agent.namespaces[0].workload.name=x',
+      ),
     );
     expect(run.status).not.toBe(0);
     expect(run.stderr).toContain('workload kind "Job" is not one config-sync restarts');
@@ -240,18 +247,14 @@ describe('helm install, upgrade, uninstall', () => {
   const values = () => [
     '-n',
     system.name,
-    '--set',
-    'webhook.injectLabel=config-sync.io/helm-test',
-    '--set',
-    'admissionPolicies.enabled=false',
-    '--set',
-    `agent.namespaces[0].namespace=${app.name}`,
-    '--set',
-    'agent.namespaces[0].configMaps[0]=web-config',
-    '--set',
-    'agent.namespaces[0].workload.kind=Deployment',
-    '--set',
-    'agent.namespaces[0].workload.name=web',
+    ...set(
+      'webhook.injectLabel=config-sync.io/helm-test',
+      'admissionPolicies.enabled=false',
+      `agent.namespaces[0].namespace=${app.name}`,
+      'agent.namespaces[0].configMaps[0]=web-config',
+      'agent.namespaces[0].workload.kind=Deployment',
+      'agent.namespaces[0].workload.name=web',
+    ),
   ];
   const tlsSecret = () =>
     JSON.parse(
