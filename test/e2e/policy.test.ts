@@ -1,0 +1,105 @@
+// The policy gate on the real node: the example's agents ask a real OPA server (on the node's
+// bridge address, which Pods reach; built from the Go module proxy) before they restart. The
+// Deployment is labelled config-sync.io/frozen, so a subPath change that only a restart would
+// apply is refused: a PolicyDenied Event and condition, and no restart.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { root } from '../cluster/app.ts';
+import { NODE_IP } from '../cluster/node.ts';
+import { freeLoopbackPort } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/wait.ts';
+import {
+  describeOnNode,
+  eventsOf,
+  kubectl,
+  patchConfig,
+  restartsOf,
+  useExample,
+  useNode,
+  webPodsInSync,
+} from './support.ts';
+
+const run = promisify(execFile);
+let opa: ChildProcess | undefined;
+let policyUrl = '';
+
+describeOnNode('the policy gate on a real node', () => {
+  useNode();
+  const ns = useExample('e2e-policy');
+
+  beforeAll(async () => {
+    const { stdout } = await run('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'opa'], {
+      encoding: 'utf8',
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const bin = stdout.trim().split('\n').at(-1) as string;
+    // A port free on loopback is free on the bridge address too: nothing else binds there.
+    const port = await freeLoopbackPort();
+    const policies = ['decision.rego', 'frozen.rego', 'max-restarts.rego'].map((f) =>
+      path.join(root, 'deploy/policy', f),
+    );
+    opa = spawn(
+      bin,
+      ['run', '--server', '--addr', `${NODE_IP}:${port}`, '--log-level', 'error', ...policies],
+      {
+        stdio: 'ignore',
+      },
+    );
+    await waitFor(
+      async () => (await fetch(`http://${NODE_IP}:${port}/health`).catch(() => undefined))?.ok || undefined,
+      { what: 'the OPA server on the bridge' },
+    );
+    policyUrl = `http://${NODE_IP}:${port}/v1/data/configsync/restart`;
+  }, 900_000);
+
+  afterAll(() => {
+    opa?.kill('SIGTERM');
+  });
+
+  it('a frozen workload: the agents ask OPA, which refuses; a PolicyDenied Event and condition, no restart', async () => {
+    const patch = [
+      {
+        op: 'replace',
+        path: '/spec/template/spec/initContainers/0/args',
+        value: ['agent', '--policy-url', policyUrl],
+      },
+    ];
+    await kubectl('-n', ns.name, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
+    await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+    await kubectl('-n', ns.name, 'label', 'deployment', 'web', 'config-sync.io/frozen=true');
+    const before = await webPodsInSync(ns.admin, ns.name, 2);
+    const restartedBefore = await restartsOf(ns.admin, ns.name);
+
+    // A subPath key: kubelet never updates it, only a restart would.
+    await patchConfig(ns.name, { 'log.yaml': 'format: frozen\n' });
+    const denied = await waitFor(
+      async () => (await eventsOf(ns.admin, ns.name)).find((e) => e.reason === 'PolicyDenied'),
+      { what: 'the PolicyDenied Event', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(denied.message).toContain(
+      `policy ${policyUrl}: denied: Deployment web is frozen (label config-sync.io/frozen=true)`,
+    );
+    const core = ns.admin.makeApiClient(CoreV1Api);
+    await waitFor(
+      async () => {
+        const pods = await Promise.all(
+          before.map((p) => core.readNamespacedPod({ name: p.metadata?.name ?? '', namespace: ns.name })),
+        );
+        return pods.every((p) =>
+          p.status?.conditions?.some(
+            (c) =>
+              c.type === 'config-sync.io/InSync' && c.status === 'False' && c.message?.includes('frozen'),
+          ),
+        )
+          ? true
+          : undefined;
+      },
+      { what: 'both conditions False, naming the refusal', timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(await restartsOf(ns.admin, ns.name)).toBe(restartedBefore);
+    expect((await eventsOf(ns.admin, ns.name)).some((e) => e.reason === 'Healed')).toBe(false);
+  });
+});
