@@ -46,7 +46,7 @@ async function readStdin(): Promise<string> {
 export const injectCommand: Command = {
   name: 'inject',
   summary:
-    'add the config-sync sidecar to the Pods of Deployments, StatefulSets, DaemonSets and Pods in YAML manifests',
+    'add the config-sync sidecar to the Pods of Deployments, StatefulSets, DaemonSets, Argo Rollouts and Pods in YAML manifests',
   usage: `config-sync inject [-f file] [flags] > out.yaml\n\nFlags:\n${flagHelp(defs)}\n\nWrites the manifests to stdout, the sidecar added; unrelated documents keep their bytes, and injecting twice changes nothing. Notes go to stderr.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('inject', defs, args, env);
