@@ -78,6 +78,23 @@ function tokenKubeconfig(name: string, token: string): string {
   return file;
 }
 
+// What `npm install -g` makes: `kubectl-config_sync` on the PATH (package.json "bin"), run by a
+// Node 24 `node` (the launcher's #!/usr/bin/env node).
+const plugins = path.join(tmp, 'plugins');
+const kubectl = (...args: string[]) =>
+  spawnSync(controlPlane().kubectl, args, {
+    encoding: 'utf8',
+    env: {
+      PATH: [plugins, path.dirname(process.execPath), process.env.PATH ?? ''].join(':'),
+      HOME: tmp,
+      KUBECONFIG: controlPlane().adminKubeconfig,
+    },
+  });
+beforeAll(() => {
+  fs.mkdirSync(plugins);
+  fs.symlinkSync(bin, path.join(plugins, 'kubectl-config_sync'));
+});
+
 let pods: AppPod[] = [];
 beforeAll(async () => {
   pods = await createApp(ns.admin, ns.name, 2);
@@ -194,9 +211,10 @@ describe('after a real drift, with real agents', () => {
     writeMount(a.mountRoot, { 'app.yaml': 'level: debug\n' });
     const [agentB] = agents.slice(-1) as [AgentProcess];
     await agentB.waitFor((l) => l.state === 'Drifted', 'Drifted', 30_000);
+    // As the issue's user runs it: kubectl config-sync status -A.
     const run = await waitFor(
       async () => {
-        const r = await cli(['status', '-A', '-o', 'wide'], asAdmin());
+        const r = kubectl('config-sync', 'status', '-A', '-o', 'wide');
         return r.stdout.includes(`${drift.name}/web: 1/2 drifted (ContentDrift)`) ? r : undefined;
       },
       { what: 'status showing the drift', timeoutMs: 30_000 },
@@ -211,23 +229,6 @@ describe('after a real drift, with real agents', () => {
 });
 
 describe('kubectl config-sync', () => {
-  // What `npm install -g` makes: `kubectl-config_sync` on the PATH (package.json "bin"), run by a
-  // Node 24 `node` (the launcher's #!/usr/bin/env node).
-  const plugins = path.join(tmp, 'plugins');
-  const kubectl = (...args: string[]) =>
-    spawnSync(controlPlane().kubectl, args, {
-      encoding: 'utf8',
-      env: {
-        PATH: [plugins, path.dirname(process.execPath), process.env.PATH ?? ''].join(':'),
-        HOME: tmp,
-        KUBECONFIG: controlPlane().adminKubeconfig,
-      },
-    });
-  beforeAll(() => {
-    fs.mkdirSync(plugins);
-    fs.symlinkSync(bin, path.join(plugins, 'kubectl-config_sync'));
-  });
-
   it('kubectl finds the plugin', () => {
     const list = kubectl('plugin', 'list');
     expect(list.stdout).toContain(path.join(plugins, 'kubectl-config_sync'));
