@@ -5,7 +5,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
-import { AgentProcess, type AppPod, createApp, sample, updateConfig } from './support-app.ts';
+import {
+  AgentProcess,
+  type AppPod,
+  createApp,
+  expectOneRestart,
+  sample,
+  updateConfig,
+} from './support-app.ts';
 
 const REPLICAS = 50;
 const running: AgentProcess[] = [];
@@ -24,24 +31,7 @@ describe(`${REPLICAS} replicas drift together`, () => {
     const before = await requestTotals();
 
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
-    await Promise.all(
-      running.map((a) =>
-        a.waitFor(
-          (l) => l.msg === 'restarted workload' || l.decision === 'deduped',
-          'a heal decision',
-          120_000,
-        ),
-      ),
-    );
-    const restarts = running.filter((a) => a.lines.some((l) => l.msg === 'restarted workload'));
-    expect(restarts).toHaveLength(1);
-    const heals = await Promise.all(
-      running.map(
-        async (a) =>
-          sample(await a.metrics(), 'config_sync_heal_total', { action: 'restart', result: 'ok' }) ?? 0,
-      ),
-    );
-    expect(heals.reduce((x, y) => x + y, 0)).toBe(1);
+    await expectOneRestart(running, 120_000);
 
     // What the drift cost: every request of every agent from the change to its decision.
     const after = await waitFor(async () => requestTotals(), { what: 'the request counts' });

@@ -24,10 +24,10 @@ import {
   type AppPod,
   applyRbac,
   cli,
+  expectOneRestart,
   prepareAgentPod,
   root,
   SECRET_VALUE,
-  sample,
   updateConfig,
   webDeployment,
 } from './support-app.ts';
@@ -170,26 +170,8 @@ describe('an Argo Rollout', () => {
     const templateBefore = rollout.spec.template;
 
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
-    await Promise.all(
-      running.map((a) =>
-        a.waitFor(
-          (l) => l.msg === 'restarted workload' || l.decision === 'deduped',
-          'a heal decision',
-          60_000,
-        ),
-      ),
-    );
-    const restarts = running.filter((a) => a.lines.some((l) => l.msg === 'restarted workload'));
-    expect(restarts).toHaveLength(1);
-    const restarted = (restarts[0] as AgentProcess).lines.find((l) => l.msg === 'restarted workload');
-    expect(restarted?.workload).toMatchObject({ kind: 'Rollout', name: 'web' });
-    const heals = await Promise.all(
-      running.map(
-        async (a) =>
-          sample(await a.metrics(), 'config_sync_heal_total', { action: 'restart', result: 'ok' }) ?? 0,
-      ),
-    );
-    expect(heals.reduce((x, y) => x + y, 0)).toBe(1);
+    const restarted = await expectOneRestart(running, 60_000);
+    expect(restarted.workload).toMatchObject({ kind: 'Rollout', name: 'web' });
 
     rollout = await readRollout();
     expect(rollout.spec.restartAt).toBe(rollout.metadata.annotations?.['kubectl.kubernetes.io/restartedAt']);

@@ -42,3 +42,33 @@ export async function cli(args: string[], env: Record<string, string>): Promise<
   expect(`${run.stdout}${run.stderr}`).not.toContain(app.SECRET_VALUE);
   return run;
 }
+
+/**
+ * After one drift seen by every agent of a workload: waits for each agent's heal decision and
+ * checks that exactly one restarted, by its log and by config_sync_heal_total summed over all.
+ * Returns the restarting agent's log line.
+ */
+export async function expectOneRestart(
+  agents: readonly app.AgentProcess[],
+  timeoutMs = 30_000,
+): Promise<app.LogLine> {
+  await Promise.all(
+    agents.map((a) =>
+      a.waitFor(
+        (l) => l.msg === 'restarted workload' || l.decision === 'deduped',
+        'a heal decision',
+        timeoutMs,
+      ),
+    ),
+  );
+  const restarts = agents.filter((a) => a.lines.some((l) => l.msg === 'restarted workload'));
+  expect(restarts).toHaveLength(1);
+  const heals = await Promise.all(
+    agents.map(
+      async (a) =>
+        app.sample(await a.metrics(), 'config_sync_heal_total', { action: 'restart', result: 'ok' }) ?? 0,
+    ),
+  );
+  expect(heals.reduce((x, y) => x + y, 0)).toBe(1);
+  return (restarts[0] as app.AgentProcess).lines.find((l) => l.msg === 'restarted workload') as app.LogLine;
+}
