@@ -6,6 +6,7 @@ import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type RestartMethod, WORKLOADS, workloadRef } from '../kube/resources.ts';
 import type { Plan } from './planner.ts';
+import { recentRestarts } from './policy.ts';
 
 export type RestartOutcome = 'restarted' | 'conflict';
 
@@ -39,11 +40,7 @@ export function restartPatch(
 
 /** The restart history after a restart at `now`: the times within the last hour, then `now`. */
 export function restartHistory(history: string, now: Date): string {
-  const kept = history.split(/\s+/).filter((t) => {
-    const at = Date.parse(t);
-    return !Number.isNaN(at) && now.getTime() - at < 3_600_000 && at <= now.getTime();
-  });
-  return [...kept, now.toISOString()].join(' ');
+  return [...recentRestarts(history, now.getTime(), 3_600_000), now.toISOString()].join(' ');
 }
 
 export async function restartWorkload(

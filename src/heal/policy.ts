@@ -179,16 +179,25 @@ export function policyInput(
   };
 }
 
-/** The restart history annotation (space-separated times, newest last) counted over `ms`. */
+/**
+ * The times of a restart history (the ANNOTATION.restarts value: space-separated, newest last)
+ * that fall in the `ms` before `now`, as written. The restart patch keeps these and adds its own
+ * (executor.ts); the policy input counts them.
+ */
+export function recentRestarts(history: string, now: number, ms: number): string[] {
+  return history.split(/\s+/).filter((t) => {
+    const at = Date.parse(t);
+    return !Number.isNaN(at) && now - at < ms && at <= now;
+  });
+}
+
+/** How many restarts the history annotation holds in the `ms` before `now`. */
 export function restartsWithin(
   annotations: Readonly<Record<string, string>>,
   now: number,
   ms: number,
 ): number {
-  return (annotations[ANNOTATION.restarts] ?? '')
-    .split(/\s+/)
-    .map((t) => Date.parse(t))
-    .filter((t) => !Number.isNaN(t) && now - t < ms && t <= now).length;
+  return recentRestarts(annotations[ANNOTATION.restarts] ?? '', now, ms).length;
 }
 
 export interface Gate {
