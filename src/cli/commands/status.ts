@@ -8,7 +8,7 @@ import {
   scopeFlags,
   scopeSettings,
 } from '../../config/settings.ts';
-import { ConfigSyncError, EXIT } from '../../errors.ts';
+import { badOutputFormat, ConfigSyncError, EXIT } from '../../errors.ts';
 import { statusJson, statusText } from '../../fleet/format.ts';
 import { podRow, runsAgent, workloadRows } from '../../fleet/rows.ts';
 import { createKubeClient } from '../../kube/client.ts';
@@ -52,12 +52,7 @@ export const statusCommand: Command = {
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('status', defs, args, env);
     const output = defaulted(settings, 'output').value;
-    if (!['text', 'wide', 'json'].includes(output)) {
-      throw new ConfigSyncError('CS_USAGE_BAD_OUTPUT', 'usage', `unsupported output format "${output}"`, {
-        hint: 'use -o text, -o wide or -o json',
-        details: { value: output },
-      });
-    }
+    if (!['text', 'wide', 'json'].includes(output)) throw badOutputFormat(output, ['text', 'wide', 'json']);
     const all = settings.boolean('all-namespaces');
     const scope = resolveScope(await gatherScopeFacts(scopeFlags(settings), env), 'operator');
     const namespace = scope.namespace?.value;
