@@ -26,6 +26,7 @@ import { referencedSources, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ownerResolver } from '../heal/owner.ts';
 import type { OwnerState, Plan } from '../heal/planner.ts';
+import { policyRefusal } from '../heal/policy.ts';
 import {
   actionKey,
   type HealReport,
@@ -149,7 +150,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         now,
         signal,
       );
-      policyNote = plan.alert === 'PolicyDenied' ? plan.reasons.at(-2) : undefined;
+      policyNote = policyRefusal(plan);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {

@@ -4,7 +4,7 @@
 import type { OwnerState, Plan } from '../heal/planner.ts';
 import { builtInGate, gatedPlan, opaGate, policyInput } from '../heal/policy.ts';
 import { askOpa } from '../heal/policy-opa.ts';
-import { combinedDigest, type SourceLookup } from '../verify/expected.ts';
+import { configHash, type SourceLookup } from '../verify/expected.ts';
 import type { Runtime } from './runtime.ts';
 
 export async function gateRestart(
@@ -20,17 +20,17 @@ export async function gateRestart(
   if (!policy.restartWindow && !policy.onlyWhenSettled && !policy.opa) return plan;
   const builtIn = builtInGate(policy, owner.workload.health, now);
   if (!builtIn.allowed || !policy.opa) return gatedPlan(plan, builtIn);
-  // The sources as OPA sees them: versions and keyed digests, never a value.
+  // The sources as OPA sees them: versions and keyed content digests (configHash of the one
+  // source, under the Pod's key), never a value.
   const sources = rt.sources.flatMap((ref) => {
     const state = lookup(ref);
     if (state?.state !== 'present') return [];
-    const keys = [...state.snapshot.keys.entries()].map(([k, d]) => `${k}:${d.sha256}`).sort();
     return [
       {
         kind: ref.kind,
         name: ref.name,
         resourceVersion: state.snapshot.resourceVersion,
-        digest: rt.fingerprint(combinedDigest(keys)),
+        digest: rt.fingerprint(configHash(lookup, [ref])),
       },
     ];
   });

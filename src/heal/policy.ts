@@ -3,7 +3,7 @@
 // an OPA server; a refusal turns the plan into a PolicyDenied alert, recorded like any other.
 // Pure: the OPA answer (or its failure) is passed in (policy-opa.ts asks).
 //
-// Steps of decideGate:
+// The steps (builtInGate does (1) and (2), opaGate (3) and (4), gatedPlan applies the result):
 //  (1) the restart window (--restart-window "Mon-Fri 08:00-18:00 Europe/Berlin"): outside it,
 //      denied, and retried when it opens;
 //  (2) --only-when-settled: not while the workload is not fully available or a rollout is in
@@ -259,6 +259,8 @@ export function opaGate(builtIn: Gate, config: PolicyConfig, outcome: OpaOutcome
   };
 }
 
+const DENIED = 'not restarting: the policy denied it';
+
 /** The plan after the gate: unchanged when allowed (its lines added), a PolicyDenied alert when not. */
 export function gatedPlan(plan: Plan, gate: Gate): Plan {
   if (gate.allowed) return { ...plan, reasons: [...plan.reasons, ...gate.lines] };
@@ -266,7 +268,12 @@ export function gatedPlan(plan: Plan, gate: Gate): Plan {
     ...plan,
     decision: 'alert',
     alert: 'PolicyDenied',
-    reasons: [...plan.reasons.slice(0, -1), ...gate.lines, `not restarting: the policy denied it`],
+    reasons: [...plan.reasons.slice(0, -1), ...gate.lines, DENIED],
     ...(gate.retryAt === undefined ? {} : { retryAt: gate.retryAt }),
   };
+}
+
+/** Why a gated plan was refused: the refusing policy's line (for the InSync condition); else undefined. */
+export function policyRefusal(plan: Plan): string | undefined {
+  return plan.alert === 'PolicyDenied' ? plan.reasons.at(-2) : undefined;
 }

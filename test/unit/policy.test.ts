@@ -13,6 +13,7 @@ import {
   type PolicyConfig,
   parseRestartWindow,
   policyInput,
+  policyRefusal,
   readOpaAnswer,
   restartsWithin,
 } from '../../src/heal/policy.ts';
@@ -99,6 +100,9 @@ describe('the gate', () => {
       'policy: outside the restart window Mon-Fri 08:00-18:00 Europe/Berlin; it opens 2026-12-04T07:00:00.000Z',
       'not restarting: the policy denied it',
     ]);
+    // What the InSync condition's message names: the refusing policy's line.
+    expect(policyRefusal(plan)).toBe(plan.reasons[1]);
+    expect(policyRefusal(restartPlan)).toBeUndefined();
   });
 
   it('not while a rollout is in progress (--only-when-settled)', () => {
