@@ -1,9 +1,12 @@
 // The shipped image in real Pods: deploy/sidecar applied unmodified into a namespace under Pod
 // Security `restricted`, kubelet propagating the ConfigMap itself, and the one change kubelet
 // never delivers (a subPath key) healed by exactly one rollout restart across three replicas.
+import fs from 'node:fs';
+import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { sample } from '../cluster/app.ts';
+import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
 import {
   agentLog,
@@ -54,9 +57,22 @@ describeOnNode('deploy/sidecar on a real node', () => {
   describe('many quick updates (the agent as UID 65532, kubelet making 0700 payload directories)', () => {
     it('never costs the agent its inotify watch, and it ends in sync on the last one', async () => {
       const pods = await webPodsInSync(ns.admin, ns.name, 2);
+      // Each update follows the one before as soon as kubelet has delivered it (read from the
+      // node's disk): 30 back-to-back ..data swaps, every one of them real.
+      const delivered = path.join(
+        NODE_BASE,
+        'kubelet/pods',
+        pods[0]?.metadata?.uid ?? '',
+        'volumes/kubernetes.io~configmap/config/app.yaml',
+      );
       for (let i = 0; i < 30; i++) {
-        await patchConfig(ns.name, { 'app.yaml': `level: burst-${i}\n` });
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        const content = `level: burst-${i}\n`;
+        await patchConfig(ns.name, { 'app.yaml': content });
+        await waitFor(
+          async () =>
+            (await fs.promises.readFile(delivered, 'utf8').catch(() => '')) === content || undefined,
+          { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
+        );
       }
       for (const pod of pods) {
         const metrics = await waitFor(
