@@ -51,6 +51,12 @@ function helm(...args: string[]) {
   });
 }
 
+/** `helm template` of the chart as release config-sync, with these flags. */
+const template = (...args: string[]) => helm('template', 'config-sync', chart, ...args);
+
+/** The objects the chart renders with these values set. */
+const render = (...values: string[]) => docs(template(...set(...values)).stdout);
+
 function kubectl(...args: string[]): string {
   return execFileSync(controlPlane().kubectl, ['--kubeconfig', controlPlane().adminKubeconfig, ...args], {
     encoding: 'utf8',
@@ -111,7 +117,7 @@ describe('the chart', () => {
   });
 
   it('renders the webhook exactly as deploy/webhook has it, for a release named config-sync in config-sync-system', () => {
-    const rendered = docs(helm('template', 'config-sync', chart, '-n', 'config-sync-system').stdout);
+    const rendered = docs(template('-n', 'config-sync-system').stdout);
     const base = docs(kubectl('kustomize', path.join(root, 'deploy/webhook')));
     for (const kind of ['Deployment', 'Service', 'MutatingWebhookConfiguration']) {
       const [ours] = find(rendered, kind);
@@ -122,10 +128,7 @@ describe('the chart', () => {
   });
 
   it('renders the admission policies, alert rules and dashboard from the same files', () => {
-    const rendered = docs(
-      helm('template', 'config-sync', chart, ...set('prometheusRule.enabled=true', 'dashboard.enabled=true'))
-        .stdout,
-    );
+    const rendered = render('prometheusRule.enabled=true', 'dashboard.enabled=true');
     const policies = ['own-pod-policy.yaml', 'own-workload-policy.yaml', 'own-rollout-policy.yaml'].flatMap(
       (f) => docs(fs.readFileSync(path.join(root, 'deploy/sidecar/rbac', f), 'utf8')),
     );
@@ -148,19 +151,12 @@ describe('the chart', () => {
     ['Deployment', 'apps', 'deployments'],
     ['Rollout', 'argoproj.io', 'rollouts'],
   ])("the agent's Role for a %s is what the agent's own permissions ask for", (kind, group, resource) => {
-    const rendered = docs(
-      helm(
-        'template',
-        'config-sync',
-        chart,
-        ...set(
-          'agent.namespaces[0].namespace=shop',
-          'agent.namespaces[0].configMaps[0]=web-config',
-          'agent.namespaces[0].secrets[0]=web-secrets',
-          `agent.namespaces[0].workload.kind=${kind}`,
-          'agent.namespaces[0].workload.name=web',
-        ),
-      ).stdout,
+    const rendered = render(
+      'agent.namespaces[0].namespace=shop',
+      'agent.namespaces[0].configMaps[0]=web-config',
+      'agent.namespaces[0].secrets[0]=web-secrets',
+      `agent.namespaces[0].workload.kind=${kind}`,
+      'agent.namespaces[0].workload.name=web',
     );
     const [role] = find(rendered, 'Role') as (Obj & { rules: unknown[] })[];
     const wanted = rulesFor(
@@ -185,36 +181,23 @@ describe('the chart', () => {
   });
 
   it("a certificate of the user's own: no Secret made, the caBundle given, and none without it", () => {
-    const own = [...set('webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN')];
-    const rendered = docs(helm('template', 'config-sync', chart, ...own).stdout);
+    const rendered = render('webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN');
     expect(find(rendered, 'Secret')).toEqual([]);
     const [webhooks] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
       webhooks: { clientConfig: { caBundle: string } }[];
     })[];
     expect(webhooks?.webhooks.map((w) => w.clientConfig.caBundle)).toEqual(['Q0EgUEVN', 'Q0EgUEVN']);
     expect(JSON.stringify(find(rendered, 'Deployment'))).toContain('"secretName":"my-webhook-tls"');
-    const missing = helm(
-      'template',
-      'config-sync',
-      chart,
-      ...set('webhook.tls.existingSecret=my-webhook-tls'),
-    );
+    const missing = template(...set('webhook.tls.existingSecret=my-webhook-tls'));
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain('webhook.tls.caBundle: the base64 PEM of the CA that signed');
   });
 
   it('webhook.namespaceSelector chooses the injected namespaces', () => {
-    const rendered = docs(
-      helm(
-        'template',
-        'config-sync',
-        chart,
-        ...set(
-          'webhook.namespaceSelector.matchExpressions[0].key=team',
-          'webhook.namespaceSelector.matchExpressions[0].operator=In',
-          'webhook.namespaceSelector.matchExpressions[0].values[0]=payments',
-        ),
-      ).stdout,
+    const rendered = render(
+      'webhook.namespaceSelector.matchExpressions[0].key=team',
+      'webhook.namespaceSelector.matchExpressions[0].operator=In',
+      'webhook.namespaceSelector.matchExpressions[0].values[0]=payments',
     );
     const [config] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
       webhooks: { namespaceSelector: unknown }[];
@@ -225,10 +208,7 @@ describe('the chart', () => {
   });
 
   it('a workload kind config-sync does not restart is refused at render, naming it', () => {
-    const run = helm(
-      'template',
-      'config-sync',
-      chart,
+    const run = template(
       ...set(
         'agent.namespaces[0].namespace=shop',
         'agent.namespaces[0].workload.kind=Job',
