@@ -4,7 +4,7 @@
 //   2. KUBEBUILDER_ASSETS: a directory holding all of them;
 //   3. otherwise test/cluster/build.sh, which builds them from the Go module proxy once and
 //      caches them by version (~/.cache/config-sync/kube/<version>-<go.sum hash>/).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,4 +84,27 @@ export function buildNodeImages(out: string): string {
 /** Installs the node's Debian packages (runc, CNI plugins, buildah, ...) where missing. */
 export function ensureNodePackages(): void {
   execFileSync('bash', [path.join(here, 'node-packages.sh')], { stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/**
+ * One tool the tests drive, built from the Go module proxy or found in the cache
+ * (test/cluster/build-tool.sh): its path. Asynchronous, so that an e2e file keeps forwarding its
+ * node's API traffic while a cold build runs; progress goes to stderr.
+ */
+export function buildTool(name: 'helm' | 'opa'): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [path.join(here, 'build-tool.sh'), name], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const binary = out.trim().split('\n').at(-1);
+      if (code === 0 && binary) resolve(binary);
+      else reject(new Error(`test/cluster/build-tool.sh ${name} failed (exit ${code})`));
+    });
+  });
 }

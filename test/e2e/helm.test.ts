@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bin, root } from '../cluster/app.ts';
+import { buildTool } from '../cluster/assets.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
 import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
 
@@ -18,11 +19,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 let helmBin = '';
 
 beforeAll(async () => {
-  const { stdout } = await run('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'helm'], {
-    encoding: 'utf8',
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  helmBin = stdout.trim().split('\n').at(-1) as string;
+  helmBin = await buildTool('helm');
 }, 900_000);
 
 function env(): NodeJS.ProcessEnv {

@@ -2,12 +2,12 @@
 // bridge address, which Pods reach; built from the Go module proxy) before they restart. The
 // Deployment is labelled config-sync.io/frozen, so a subPath change that only a restart would
 // apply is refused: a PolicyDenied Event and condition, and no restart.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { root } from '../cluster/app.ts';
+import { buildTool } from '../cluster/assets.ts';
 import { NODE_IP } from '../cluster/node.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -22,7 +22,6 @@ import {
   webPodsInSync,
 } from './support.ts';
 
-const run = promisify(execFile);
 let opa: ChildProcess | undefined;
 let policyUrl = '';
 
@@ -31,11 +30,7 @@ describeOnNode('the policy gate on a real node', () => {
   const ns = useExample('e2e-policy');
 
   beforeAll(async () => {
-    const { stdout } = await run('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'opa'], {
-      encoding: 'utf8',
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const bin = stdout.trim().split('\n').at(-1) as string;
+    const bin = await buildTool('opa');
     // A port free on loopback is free on the bridge address too: nothing else binds there.
     const port = await freeLoopbackPort();
     const policies = ['decision.rego', 'frozen.rego', 'max-restarts.rego'].map((f) =>

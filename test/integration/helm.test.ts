@@ -14,6 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { requiredAccess, rulesFor } from '../../src/kube/permissions.ts';
+import { buildTool } from '../cluster/assets.ts';
 import { controlPlane, useNamespace } from './support.ts';
 import { root } from './support-app.ts';
 
@@ -99,14 +100,8 @@ function withoutChartOnly(obj: Obj): unknown {
   return copy;
 }
 
-beforeAll(() => {
-  helmBin = execFileSync('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'helm'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-    .trim()
-    .split('\n')
-    .at(-1) as string;
+beforeAll(async () => {
+  helmBin = await buildTool('helm');
 }, 900_000);
 
 describe('the chart', () => {

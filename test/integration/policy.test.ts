@@ -4,10 +4,11 @@
 //
 // The OPA server here loads every example policy but the restart window, whose answer depends on
 // the day and hour the test runs; `opa test` covers that one with fixed times.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTool } from '../cluster/assets.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
@@ -31,13 +32,7 @@ const running: AgentProcess[] = [];
 const extraServers: ChildProcess[] = [];
 
 beforeAll(async () => {
-  opa = execFileSync('bash', [path.join(root, 'test/cluster/build-tool.sh'), 'opa'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-    .trim()
-    .split('\n')
-    .at(-1) as string;
+  opa = await buildTool('opa');
   const port = await freeLoopbackPort();
   server = spawn(
     opa,
