@@ -31,7 +31,7 @@ export type OwnerStep = ResolvedOwner | { readonly type: 'replicaset'; readonly 
 export function podOwnerStep(pod: V1Pod): OwnerStep {
   const owner = controllerOf(pod.metadata);
   if (!owner) return { type: 'unsupported', description: `Pod ${pod.metadata?.name} (no controller)` };
-  if (owner.kind === 'ReplicaSet' && owner.apiVersion === `${REPLICA_SET.group}/v1`)
+  if (owner.kind === 'ReplicaSet' && owner.apiVersion === `${REPLICA_SET.group}/${REPLICA_SET.version}`)
     return { type: 'replicaset', name: owner.name };
   const w = workloadType(owner.apiVersion, owner.kind);
   if (w && !w.viaReplicaSet) return { type: 'workload', kind: w.kind, name: owner.name };

@@ -82,7 +82,7 @@ export function requiredAccess(ctx: AccessContext): AccessNeed[] {
   if (ctx.replicaSet) {
     need({
       verb: 'get',
-      group: REPLICA_SET.group ?? '',
+      group: REPLICA_SET.group,
       resource: REPLICA_SET.resource,
       name: ctx.replicaSet,
       pinName: false,

@@ -76,7 +76,11 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
 };
 
 /** The ReplicaSet between a Deployment or Rollout and its Pods. */
-export const REPLICA_SET: ResourceRef = { group: 'apps', resource: 'replicasets' };
+export const REPLICA_SET = {
+  group: 'apps',
+  version: 'v1',
+  resource: 'replicasets',
+} as const satisfies ResourceRef;
 
 /**
  * The workload kind an object or owner reference names (`apiVersion` and `kind`), if config-sync
