@@ -1,7 +1,8 @@
 // config-sync benchmarks: every figure beside a baseline measured in the same run, on the same
 // machine, so the ratios mean something on any machine. Run with `npm run bench` (it builds
 // first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window;
-// BENCH_SAMPLES=1 also prints every API change -> verdict sample, in order.
+// BENCH_SAMPLES=1 also prints every API change -> verdict sample, in order; BENCH_ONLY=reload,restart
+// runs only the measures named (hash, idle, file, api, reload, restart, node).
 //
 //  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
 //     `openssl dgst -sha256` on the same file;
@@ -56,6 +57,9 @@ import { waitFor } from '../test/cluster/wait.ts';
 
 const runAsync = promisify(execFile);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+/** BENCH_ONLY=reload,restart runs only those measures (hash, idle, file, api, reload, restart, node). */
+const only = (measure: string) =>
+  !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(measure);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-'));
 
 interface Row {
@@ -222,8 +226,10 @@ function inPodEnv(
 
 async function main(): Promise<void> {
   log(`machine: ${os.cpus().length} cores, ${fmt(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`);
-  throughput();
-  realisticVolume();
+  if (only('hash')) {
+    throughput();
+    realisticVolume();
+  }
 
   log('starting a control plane');
   const plane = await ControlPlane.start({ assets: resolveAssets(), log });
@@ -318,349 +324,362 @@ async function main(): Promise<void> {
         .reduce((n, m) => n + Number(m[2]), 0);
 
     await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
-    log(`idle for ${idleSeconds}s`);
-    const before = {
-      agent: cpuSeconds(agent.pid as number),
-      bare: cpuSeconds(bare.pid as number),
-      requests: nonWatch(await metricsText()),
-    };
-    const idleStart = Date.now();
-    await waitFor(() => (Date.now() - idleStart >= idleSeconds * 1000 ? true : undefined), {
-      what: 'the idle window',
-      timeoutMs: idleSeconds * 1000 + 5000,
-      intervalMs: 500,
-    });
-    const after = {
-      agent: cpuSeconds(agent.pid as number),
-      bare: cpuSeconds(bare.pid as number),
-      requests: nonWatch(await metricsText()),
-    };
-    const agentRss = rssMiB(agent.pid as number);
-    const bareRss = rssMiB(bare.pid as number);
-    const offClusterRss = rssMiB(offCluster.pid as number);
-    offCluster.kill('SIGTERM');
-    rows.push({
-      what: 'idle RSS, in-cluster (as in a Pod)',
-      ours: `${fmt(agentRss)} MiB`,
-      baseline: `bare node ${fmt(bareRss)} MiB`,
-      relation: `${signed(agentRss - bareRss)} MiB`,
-      target: '<= bare + 30 MiB',
-      ok: agentRss - bareRss <= 30,
-    });
-    rows.push({
-      what: 'idle RSS, from a kubeconfig',
-      ours: `${fmt(offClusterRss)} MiB`,
-      baseline: `bare node ${fmt(bareRss)} MiB`,
-      relation: `${signed(offClusterRss - bareRss)} MiB`,
-      target: '(report)',
-      ok: true,
-    });
-    const pct = (s: number) => (s / idleSeconds) * 100;
-    rows.push({
-      what: `idle CPU over ${idleSeconds}s`,
-      ours: `${fmt(pct(after.agent - before.agent), 2)} % of a core`,
-      baseline: `bare node ${fmt(pct(after.bare - before.bare), 2)} %`,
-      relation: `${signed(pct(after.agent - before.agent - (after.bare - before.bare)), 2)} %`,
-      target: '(report)',
-      ok: true,
-    });
-    const perHour = ((after.requests - before.requests) * 3600) / idleSeconds;
-    // With a Pod, the heartbeat adds its two status writes every --heartbeat (15 m): 8 an hour.
-    rows.push({
-      what: 'non-watch API requests per agent-hour, idle',
-      ours: `${fmt(perHour, 0)} measured + 8 heartbeat writes`,
-      baseline: '-',
-      relation: `${fmt(perHour + 8, 0)} / h`,
-      target: '<= 12 / h',
-      ok: perHour + 8 <= 12,
-    });
+    if (only('idle')) {
+      log(`idle for ${idleSeconds}s`);
+      const before = {
+        agent: cpuSeconds(agent.pid as number),
+        bare: cpuSeconds(bare.pid as number),
+        requests: nonWatch(await metricsText()),
+      };
+      const idleStart = Date.now();
+      await waitFor(() => (Date.now() - idleStart >= idleSeconds * 1000 ? true : undefined), {
+        what: 'the idle window',
+        timeoutMs: idleSeconds * 1000 + 5000,
+        intervalMs: 500,
+      });
+      const after = {
+        agent: cpuSeconds(agent.pid as number),
+        bare: cpuSeconds(bare.pid as number),
+        requests: nonWatch(await metricsText()),
+      };
+      const agentRss = rssMiB(agent.pid as number);
+      const bareRss = rssMiB(bare.pid as number);
+      const offClusterRss = rssMiB(offCluster.pid as number);
+      rows.push({
+        what: 'idle RSS, in-cluster (as in a Pod)',
+        ours: `${fmt(agentRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss)} MiB`,
+        relation: `${signed(agentRss - bareRss)} MiB`,
+        target: '<= bare + 30 MiB',
+        ok: agentRss - bareRss <= 30,
+      });
+      rows.push({
+        what: 'idle RSS, from a kubeconfig',
+        ours: `${fmt(offClusterRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss)} MiB`,
+        relation: `${signed(offClusterRss - bareRss)} MiB`,
+        target: '(report)',
+        ok: true,
+      });
+      const pct = (s: number) => (s / idleSeconds) * 100;
+      rows.push({
+        what: `idle CPU over ${idleSeconds}s`,
+        ours: `${fmt(pct(after.agent - before.agent), 2)} % of a core`,
+        baseline: `bare node ${fmt(pct(after.bare - before.bare), 2)} %`,
+        relation: `${signed(pct(after.agent - before.agent - (after.bare - before.bare)), 2)} %`,
+        target: '(report)',
+        ok: true,
+      });
+      const perHour = ((after.requests - before.requests) * 3600) / idleSeconds;
+      // With a Pod, the heartbeat adds its two status writes every --heartbeat (15 m): 8 an hour.
+      rows.push({
+        what: 'non-watch API requests per agent-hour, idle',
+        ours: `${fmt(perHour, 0)} measured + 8 heartbeat writes`,
+        baseline: '-',
+        relation: `${fmt(perHour + 8, 0)} / h`,
+        target: '<= 12 / h',
+        ok: perHour + 8 <= 12,
+      });
+    }
     bare.kill();
+    offCluster.kill('SIGTERM');
 
-    // --- 6. file change -> verdict ---
     const dir = path.join(mount, 'etc/app');
     const changed = { ...data, 'key-000.yaml': 'changed\n' };
-    const fileLatency: number[] = [];
-    const inotifyLatency: number[] = [];
-    for (let i = 0; i < 50; i += 1) {
-      for (const [content, state] of [
-        [changed, 'Propagating'],
-        [data, 'InSync'],
-      ] as const) {
-        const seen = lines.length;
-        let raw = 0;
-        const w = fs.watch(dir, (_event, name) => {
-          if (name === '..data') raw ||= performance.now();
-        });
-        // Measured from the swap, not from the start of the write: kubelet writes the new files
-        // into a fresh directory first, invisible to the app, and the rename publishes them.
-        const { swappedAt } = atomicWrite(dir, configMapPayload({ data: content }));
-        if (swappedAt === undefined) throw new Error('the writer did not swap ..data');
-        const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
-          what: `${state} after a swap`,
-          timeoutMs: 10_000,
-          intervalMs: 1,
-        });
-        await waitFor(() => raw || undefined, { what: 'the raw inotify event of the swap', intervalMs: 1 });
-        w.close();
-        fileLatency.push(got.at - swappedAt);
-        inotifyLatency.push(raw - swappedAt);
+    // --- 6. file change -> verdict ---
+    if (only('file')) {
+      const fileLatency: number[] = [];
+      const inotifyLatency: number[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        for (const [content, state] of [
+          [changed, 'Propagating'],
+          [data, 'InSync'],
+        ] as const) {
+          const seen = lines.length;
+          let raw = 0;
+          const w = fs.watch(dir, (_event, name) => {
+            if (name === '..data') raw ||= performance.now();
+          });
+          // Measured from the swap, not from the start of the write: kubelet writes the new files
+          // into a fresh directory first, invisible to the app, and the rename publishes them.
+          const { swappedAt } = atomicWrite(dir, configMapPayload({ data: content }));
+          if (swappedAt === undefined) throw new Error('the writer did not swap ..data');
+          const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
+            what: `${state} after a swap`,
+            timeoutMs: 10_000,
+            intervalMs: 1,
+          });
+          await waitFor(() => raw || undefined, { what: 'the raw inotify event of the swap', intervalMs: 1 });
+          w.close();
+          fileLatency.push(got.at - swappedAt);
+          inotifyLatency.push(raw - swappedAt);
+        }
       }
+      rows.push({
+        what: '..data swap -> verdict, p50 / p99',
+        ours: `${fmt(percentile(fileLatency, 50))} / ${fmt(percentile(fileLatency, 99))} ms`,
+        baseline: `raw inotify ${fmt(percentile(inotifyLatency, 50), 2)} / ${fmt(percentile(inotifyLatency, 99), 2)} ms`,
+        relation: `${signed(percentile(fileLatency, 99) - percentile(inotifyLatency, 99))} ms at p99`,
+        target: 'p99 <= 50 ms',
+        ok: percentile(fileLatency, 99) <= 50,
+      });
     }
-    rows.push({
-      what: '..data swap -> verdict, p50 / p99',
-      ours: `${fmt(percentile(fileLatency, 50))} / ${fmt(percentile(fileLatency, 99))} ms`,
-      baseline: `raw inotify ${fmt(percentile(inotifyLatency, 50), 2)} / ${fmt(percentile(inotifyLatency, 99), 2)} ms`,
-      relation: `${signed(percentile(fileLatency, 99) - percentile(inotifyLatency, 99))} ms at p99`,
-      target: 'p99 <= 50 ms',
-      ok: percentile(fileLatency, 99) <= 50,
-    });
 
     // --- 7. API change -> verdict ---
-    const apiLatency: number[] = [];
-    const watchLatency: number[] = [];
-    let lastWatchEvent = 0;
-    const rawWatch = await new Watch(kc).watch(
-      `/api/v1/namespaces/${namespace}/configmaps`,
-      { fieldSelector: 'metadata.name=app' },
-      () => {
-        lastWatchEvent = performance.now();
-      },
-      () => {},
-    );
-    for (let i = 0; i < 30; i += 1) {
-      for (const [content, state] of [
-        [changed, 'Propagating'],
-        [data, 'InSync'],
-      ] as const) {
-        if (state === 'InSync') atomicWrite(dir, configMapPayload({ data }));
-        const seen = lines.length;
-        lastWatchEvent = 0;
-        const t = performance.now();
+    if (only('api')) {
+      const apiLatency: number[] = [];
+      const watchLatency: number[] = [];
+      let lastWatchEvent = 0;
+      const rawWatch = await new Watch(kc).watch(
+        `/api/v1/namespaces/${namespace}/configmaps`,
+        { fieldSelector: 'metadata.name=app' },
+        () => {
+          lastWatchEvent = performance.now();
+        },
+        () => {},
+      );
+      for (let i = 0; i < 30; i += 1) {
+        for (const [content, state] of [
+          [changed, 'Propagating'],
+          [data, 'InSync'],
+        ] as const) {
+          if (state === 'InSync') atomicWrite(dir, configMapPayload({ data }));
+          const seen = lines.length;
+          lastWatchEvent = 0;
+          const t = performance.now();
+          await core.replaceNamespacedConfigMap({
+            name: 'app',
+            namespace,
+            body: { metadata: { name: 'app' }, data: content },
+          });
+          const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
+            what: `${state} after an API change`,
+            timeoutMs: 10_000,
+            intervalMs: 1,
+          });
+          apiLatency.push(got.at - t);
+          await waitFor(() => lastWatchEvent || undefined, { what: 'the raw watch event', intervalMs: 1 });
+          watchLatency.push(lastWatchEvent - t);
+          if (state === 'Propagating') atomicWrite(dir, configMapPayload({ data }));
+        }
+      }
+      rawWatch.abort();
+      if (process.env.BENCH_SAMPLES)
+        console.log(`[bench] api samples: ${apiLatency.map((x) => x.toFixed(0)).join(' ')}`);
+      rows.push({
+        what: 'API change -> verdict, p50 / p99',
+        ours: `${fmt(percentile(apiLatency, 50))} / ${fmt(percentile(apiLatency, 99))} ms`,
+        baseline: `raw watch ${fmt(percentile(watchLatency, 50))} / ${fmt(percentile(watchLatency, 99))} ms`,
+        relation: `${signed(percentile(apiLatency, 99) - percentile(watchLatency, 99))} ms at p99`,
+        target: 'p99 <= 100 ms',
+        ok: percentile(apiLatency, 99) <= 100,
+      });
+    }
+    agent.kill('SIGTERM');
+
+    // --- 8. ..data swap -> reload POST (reload mode) ---
+    if (only('reload')) {
+      // What a user of reload mode sees: from kubelet's swap to the app's reload endpoint being
+      // called, beside raw inotify of the same swap. Each change: the API first (the agent waits,
+      // Propagating), then the swap. Changes are spaced past --reload-settle (1 s), so each is
+      // an isolated change, reloaded at once.
+      const reloadMount = path.join(work, 'reload-mount');
+      const reloadDir = path.join(reloadMount, 'etc/app');
+      fs.mkdirSync(reloadDir, { recursive: true });
+      atomicWrite(reloadDir, configMapPayload({ data }));
+      await core.replaceNamespacedConfigMap({
+        name: 'app',
+        namespace,
+        body: { metadata: { name: 'app' }, data },
+      });
+      let lastPost = 0;
+      const reloadServer = http.createServer((req, res) => {
+        lastPost = performance.now();
+        req.resume();
+        res.end();
+      });
+      await new Promise<void>((resolve) => reloadServer.listen(0, '127.0.0.1', resolve));
+      const reloadUrl = `http://127.0.0.1:${(reloadServer.address() as AddressInfo).port}/-/reload`;
+      const reloadPort = await freeLoopbackPort();
+      const { child: reloader, lines: reloadLines } = spawnAgent(
+        [
+          ...agentArgs(reloadPort).map((a) => (a === mount ? reloadMount : a)),
+          '--on-drift',
+          'reload',
+          '--reload-url',
+          reloadUrl,
+        ],
+        inPodEnv(layout, work, namespace),
+      );
+      await ready(reloadPort);
+      await waitFor(() => reloadLines.find((l) => l.state === 'InSync'), { what: 'the reload agent InSync' });
+      const postLatency: number[] = [];
+      const swapLatency: number[] = [];
+      for (let i = 0; i < 20; i += 1) {
+        const content = { ...data, 'key-000.yaml': `reload ${i}\n` };
+        const seen = reloadLines.length;
         await core.replaceNamespacedConfigMap({
           name: 'app',
           namespace,
           body: { metadata: { name: 'app' }, data: content },
         });
-        const got = await waitFor(() => lines.slice(seen).find((l) => l.line.state === state), {
-          what: `${state} after an API change`,
+        await waitFor(() => reloadLines.slice(seen).find((l) => l.state === 'Propagating'), {
+          what: 'Propagating before the swap',
+          intervalMs: 1,
+        });
+        let raw = 0;
+        const w = fs.watch(reloadDir, (_event, name) => {
+          if (name === '..data') raw ||= performance.now();
+        });
+        lastPost = 0;
+        const { swappedAt } = atomicWrite(reloadDir, configMapPayload({ data: content }));
+        if (swappedAt === undefined) throw new Error('the writer did not swap ..data');
+        await waitFor(() => lastPost || undefined, {
+          what: 'the reload POST',
           timeoutMs: 10_000,
           intervalMs: 1,
         });
-        apiLatency.push(got.at - t);
-        await waitFor(() => lastWatchEvent || undefined, { what: 'the raw watch event', intervalMs: 1 });
-        watchLatency.push(lastWatchEvent - t);
-        if (state === 'Propagating') atomicWrite(dir, configMapPayload({ data }));
+        await waitFor(() => raw || undefined, { what: 'the raw inotify event of the swap', intervalMs: 1 });
+        w.close();
+        postLatency.push(lastPost - swappedAt);
+        swapLatency.push(raw - swappedAt);
+        // Past --reload-settle, so the next change is an isolated one.
+        const quietUntil = performance.now() + 1100;
+        await waitFor(() => (performance.now() >= quietUntil ? true : undefined), { what: 'a quiet spell' });
       }
+      reloader.kill('SIGTERM');
+      reloadServer.close();
+      rows.push({
+        what: '..data swap -> reload POST, p50 / p99',
+        ours: `${fmt(percentile(postLatency, 50))} / ${fmt(percentile(postLatency, 99))} ms`,
+        baseline: `raw inotify ${fmt(percentile(swapLatency, 50), 2)} / ${fmt(percentile(swapLatency, 99), 2)} ms`,
+        relation: `${signed(percentile(postLatency, 99) - percentile(swapLatency, 99))} ms at p99`,
+        target: 'p99 <= raw + 2 ms (issue 13)',
+        ok: percentile(postLatency, 99) - percentile(swapLatency, 99) <= 2,
+      });
     }
-    rawWatch.abort();
-    if (process.env.BENCH_SAMPLES)
-      console.log(`[bench] api samples: ${apiLatency.map((x) => x.toFixed(0)).join(' ')}`);
-    rows.push({
-      what: 'API change -> verdict, p50 / p99',
-      ours: `${fmt(percentile(apiLatency, 50))} / ${fmt(percentile(apiLatency, 99))} ms`,
-      baseline: `raw watch ${fmt(percentile(watchLatency, 50))} / ${fmt(percentile(watchLatency, 99))} ms`,
-      relation: `${signed(percentile(apiLatency, 99) - percentile(watchLatency, 99))} ms at p99`,
-      target: 'p99 <= 100 ms',
-      ok: percentile(apiLatency, 99) <= 100,
-    });
-    agent.kill('SIGTERM');
-
-    // --- 8. ..data swap -> reload POST (reload mode) ---
-    // What a user of reload mode sees: from kubelet's swap to the app's reload endpoint being
-    // called, beside raw inotify of the same swap. Each change: the API first (the agent waits,
-    // Propagating), then the swap. Changes are spaced past --reload-settle (1 s), so each is
-    // an isolated change, reloaded at once.
-    const reloadMount = path.join(work, 'reload-mount');
-    const reloadDir = path.join(reloadMount, 'etc/app');
-    fs.mkdirSync(reloadDir, { recursive: true });
-    atomicWrite(reloadDir, configMapPayload({ data }));
-    await core.replaceNamespacedConfigMap({
-      name: 'app',
-      namespace,
-      body: { metadata: { name: 'app' }, data },
-    });
-    let lastPost = 0;
-    const reloadServer = http.createServer((req, res) => {
-      lastPost = performance.now();
-      req.resume();
-      res.end();
-    });
-    await new Promise<void>((resolve) => reloadServer.listen(0, '127.0.0.1', resolve));
-    const reloadUrl = `http://127.0.0.1:${(reloadServer.address() as AddressInfo).port}/-/reload`;
-    const reloadPort = await freeLoopbackPort();
-    const { child: reloader, lines: reloadLines } = spawnAgent(
-      [
-        ...agentArgs(reloadPort).map((a) => (a === mount ? reloadMount : a)),
-        '--on-drift',
-        'reload',
-        '--reload-url',
-        reloadUrl,
-      ],
-      inPodEnv(layout, work, namespace),
-    );
-    await ready(reloadPort);
-    await waitFor(() => reloadLines.find((l) => l.state === 'InSync'), { what: 'the reload agent InSync' });
-    const postLatency: number[] = [];
-    const swapLatency: number[] = [];
-    for (let i = 0; i < 20; i += 1) {
-      const content = { ...data, 'key-000.yaml': `reload ${i}\n` };
-      const seen = reloadLines.length;
-      await core.replaceNamespacedConfigMap({
-        name: 'app',
-        namespace,
-        body: { metadata: { name: 'app' }, data: content },
-      });
-      await waitFor(() => reloadLines.slice(seen).find((l) => l.state === 'Propagating'), {
-        what: 'Propagating before the swap',
-        intervalMs: 1,
-      });
-      let raw = 0;
-      const w = fs.watch(reloadDir, (_event, name) => {
-        if (name === '..data') raw ||= performance.now();
-      });
-      lastPost = 0;
-      const { swappedAt } = atomicWrite(reloadDir, configMapPayload({ data: content }));
-      if (swappedAt === undefined) throw new Error('the writer did not swap ..data');
-      await waitFor(() => lastPost || undefined, {
-        what: 'the reload POST',
-        timeoutMs: 10_000,
-        intervalMs: 1,
-      });
-      await waitFor(() => raw || undefined, { what: 'the raw inotify event of the swap', intervalMs: 1 });
-      w.close();
-      postLatency.push(lastPost - swappedAt);
-      swapLatency.push(raw - swappedAt);
-      // Past --reload-settle, so the next change is an isolated one.
-      const quietUntil = performance.now() + 1100;
-      await waitFor(() => (performance.now() >= quietUntil ? true : undefined), { what: 'a quiet spell' });
-    }
-    reloader.kill('SIGTERM');
-    reloadServer.close();
-    rows.push({
-      what: '..data swap -> reload POST, p50 / p99',
-      ours: `${fmt(percentile(postLatency, 50))} / ${fmt(percentile(postLatency, 99))} ms`,
-      baseline: `raw inotify ${fmt(percentile(swapLatency, 50), 2)} / ${fmt(percentile(swapLatency, 99), 2)} ms`,
-      relation: `${signed(percentile(postLatency, 99) - percentile(swapLatency, 99))} ms at p99`,
-      target: 'p99 <= raw + 2 ms (issue 13)',
-      ok: percentile(postLatency, 99) - percentile(swapLatency, 99) <= 2,
-    });
 
     // --- 9. API change -> restart patch (a subPath key, --debounce 0s) ---
-    // What a restart-mode user sees: from the ConfigMap change to the workload's restart patch,
-    // both seen through raw watches in this process (so both sides pay the same watch delivery).
-    // The agent runs in a Pod of a Deployment with exactly the shipped RBAC base; its token is
-    // not bound to the Pod, since each restart replaces that Pod (there is no kubelet) and a
-    // bound token would die with it. Each change is a new config, so each is one restart
-    // (--min-restart-interval 0s).
-    const rs = 'restart';
-    await core.createNamespace({ body: { metadata: { name: rs } } });
-    applyRbac(plane.info, rs);
-    await core.createNamespacedConfigMap({
-      namespace: rs,
-      body: { metadata: { name: 'web-config' }, data: { 'app.yaml': 'level: info\n' } },
-    });
-    const deployment = webDeployment(1);
-    const appContainer = deployment.spec?.template.spec?.containers[0];
-    if (appContainer)
-      appContainer.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
-    await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: rs, body: deployment });
-    const webPod = await waitFor(
-      async () =>
-        (await core.listNamespacedPod({ namespace: rs, labelSelector: 'app=web' })).items[0]?.metadata?.name,
-      { what: 'a pod of web' },
-    );
-    const restartMount = path.join(work, 'restart-mount');
-    writeSubPathFile(path.join(restartMount, 'etc/app.yaml'), {
-      data: Buffer.from('level: info\n'),
-      mode: 0o644,
-    });
-    const restartIdentity = await createServiceAccountIdentity(kc, {
-      namespace: rs,
-      name: 'config-sync-agent',
-      existingServiceAccount: true,
-    });
-    const restartLayout = layInClusterDir(path.join(work, 'restart-pod'), plane.info, {
-      token: restartIdentity.token,
-      namespace: rs,
-    });
-    const restartPort = await freeLoopbackPort();
-    const { child: restarter, lines: restartLines } = spawnAgent(
-      [
-        bin,
-        'agent',
-        '--mount-root',
-        restartMount,
-        '--debounce',
-        '0s',
-        '--min-restart-interval',
-        '0s',
-        '--listen',
-        `127.0.0.1:${restartPort}`,
-      ],
-      inPodEnv(restartLayout, work, rs, webPod),
-    );
-    await ready(restartPort);
-    await waitFor(() => restartLines.find((l) => l.state === 'InSync'), { what: 'the restart agent InSync' });
-    let lastHash: string | undefined;
-    let patchedAt = 0;
-    let changedAt = 0;
-    const deployments = await new Watch(kc).watch(
-      `/apis/apps/v1/namespaces/${rs}/deployments`,
-      {},
-      (_type, obj: { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }) => {
-        const hash = obj.spec?.template?.metadata?.annotations?.['config-sync.io/config-hash'];
-        if (hash && hash !== lastHash) {
-          lastHash = hash;
-          patchedAt = performance.now();
-        }
-      },
-      () => {},
-    );
-    const configMaps = await new Watch(kc).watch(
-      `/api/v1/namespaces/${rs}/configmaps`,
-      { fieldSelector: 'metadata.name=web-config' },
-      () => {
-        changedAt = performance.now();
-      },
-      () => {},
-    );
-    const patchLatency: number[] = [];
-    const apiWatchLatency: number[] = [];
-    for (let i = 0; i < 15; i += 1) {
-      patchedAt = 0;
-      changedAt = 0;
-      const t = performance.now();
-      await core.replaceNamespacedConfigMap({
-        name: 'web-config',
+    if (only('restart')) {
+      // What a restart-mode user sees: from the ConfigMap change to the workload's restart patch,
+      // both seen through raw watches in this process (so both sides pay the same watch delivery).
+      // The agent runs in a Pod of a Deployment with exactly the shipped RBAC base; its token is
+      // not bound to the Pod, since each restart replaces that Pod (there is no kubelet) and a
+      // bound token would die with it. Each change is a new config, so each is one restart
+      // (--min-restart-interval 0s).
+      const rs = 'restart';
+      await core.createNamespace({ body: { metadata: { name: rs } } });
+      applyRbac(plane.info, rs);
+      await core.createNamespacedConfigMap({
         namespace: rs,
-        body: { metadata: { name: 'web-config' }, data: { 'app.yaml': `level: debug ${i}\n` } },
+        body: { metadata: { name: 'web-config' }, data: { 'app.yaml': 'level: info\n' } },
       });
-      await waitFor(() => patchedAt || undefined, {
-        what: 'the restart patch',
-        timeoutMs: 10_000,
-        intervalMs: 1,
+      const deployment = webDeployment(1);
+      const appContainer = deployment.spec?.template.spec?.containers[0];
+      if (appContainer)
+        appContainer.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
+      await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: rs, body: deployment });
+      const webPod = await waitFor(
+        async () =>
+          (await core.listNamespacedPod({ namespace: rs, labelSelector: 'app=web' })).items[0]?.metadata
+            ?.name,
+        { what: 'a pod of web' },
+      );
+      const restartMount = path.join(work, 'restart-mount');
+      writeSubPathFile(path.join(restartMount, 'etc/app.yaml'), {
+        data: Buffer.from('level: info\n'),
+        mode: 0o644,
       });
-      await waitFor(() => changedAt || undefined, { what: 'the raw ConfigMap event', intervalMs: 1 });
-      patchLatency.push(patchedAt - t);
-      apiWatchLatency.push(changedAt - t);
+      const restartIdentity = await createServiceAccountIdentity(kc, {
+        namespace: rs,
+        name: 'config-sync-agent',
+        existingServiceAccount: true,
+      });
+      const restartLayout = layInClusterDir(path.join(work, 'restart-pod'), plane.info, {
+        token: restartIdentity.token,
+        namespace: rs,
+      });
+      const restartPort = await freeLoopbackPort();
+      const { child: restarter, lines: restartLines } = spawnAgent(
+        [
+          bin,
+          'agent',
+          '--mount-root',
+          restartMount,
+          '--debounce',
+          '0s',
+          '--min-restart-interval',
+          '0s',
+          '--listen',
+          `127.0.0.1:${restartPort}`,
+        ],
+        inPodEnv(restartLayout, work, rs, webPod),
+      );
+      await ready(restartPort);
+      await waitFor(() => restartLines.find((l) => l.state === 'InSync'), {
+        what: 'the restart agent InSync',
+      });
+      let lastHash: string | undefined;
+      let patchedAt = 0;
+      let changedAt = 0;
+      const deployments = await new Watch(kc).watch(
+        `/apis/apps/v1/namespaces/${rs}/deployments`,
+        {},
+        (_type, obj: { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }) => {
+          const hash = obj.spec?.template?.metadata?.annotations?.['config-sync.io/config-hash'];
+          if (hash && hash !== lastHash) {
+            lastHash = hash;
+            patchedAt = performance.now();
+          }
+        },
+        () => {},
+      );
+      const configMaps = await new Watch(kc).watch(
+        `/api/v1/namespaces/${rs}/configmaps`,
+        { fieldSelector: 'metadata.name=web-config' },
+        () => {
+          changedAt = performance.now();
+        },
+        () => {},
+      );
+      const patchLatency: number[] = [];
+      const apiWatchLatency: number[] = [];
+      for (let i = 0; i < 15; i += 1) {
+        patchedAt = 0;
+        changedAt = 0;
+        const t = performance.now();
+        await core.replaceNamespacedConfigMap({
+          name: 'web-config',
+          namespace: rs,
+          body: { metadata: { name: 'web-config' }, data: { 'app.yaml': `level: debug ${i}\n` } },
+        });
+        await waitFor(() => patchedAt || undefined, {
+          what: 'the restart patch',
+          timeoutMs: 10_000,
+          intervalMs: 1,
+        });
+        await waitFor(() => changedAt || undefined, { what: 'the raw ConfigMap event', intervalMs: 1 });
+        patchLatency.push(patchedAt - t);
+        apiWatchLatency.push(changedAt - t);
+      }
+      deployments.abort();
+      configMaps.abort();
+      restarter.kill('SIGTERM');
+      rows.push({
+        what: 'API change -> restart patch (subPath), p50 / p99',
+        ours: `${fmt(percentile(patchLatency, 50))} / ${fmt(percentile(patchLatency, 99))} ms`,
+        baseline: `raw watch ${fmt(percentile(apiWatchLatency, 50))} / ${fmt(percentile(apiWatchLatency, 99))} ms`,
+        relation: `${signed(percentile(patchLatency, 99) - percentile(apiWatchLatency, 99))} ms at p99`,
+        target: 'p99 <= raw + 5 ms (issue 13)',
+        ok: percentile(patchLatency, 99) - percentile(apiWatchLatency, 99) <= 5,
+      });
     }
-    deployments.abort();
-    configMaps.abort();
-    restarter.kill('SIGTERM');
-    rows.push({
-      what: 'API change -> restart patch (subPath), p50 / p99',
-      ours: `${fmt(percentile(patchLatency, 50))} / ${fmt(percentile(patchLatency, 99))} ms`,
-      baseline: `raw watch ${fmt(percentile(apiWatchLatency, 50))} / ${fmt(percentile(apiWatchLatency, 99))} ms`,
-      relation: `${signed(percentile(patchLatency, 99) - percentile(apiWatchLatency, 99))} ms at p99`,
-      target: 'p99 <= raw + 5 ms (issue 13)',
-      ok: percentile(patchLatency, 99) - percentile(apiWatchLatency, 99) <= 5,
-    });
   } finally {
     await plane.stop();
     fs.rmSync(work, { recursive: true, force: true });
   }
 
-  await onRealNode();
+  if (only('node')) await onRealNode();
 
   const header = ['measure', 'config-sync', 'baseline (same run)', 'difference', 'target', ''];
   const table = [
