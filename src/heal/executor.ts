@@ -1,41 +1,77 @@
 // Carries out a Plan: the restart patch and the Events. Decides nothing: a conflict is returned
 // for the caller to re-read and re-plan (controller-runtime style), never retried blindly.
 
+import { isDeepStrictEqual } from 'node:util';
 import { ANNOTATION } from '../kube/annotations.ts';
 import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type RestartMethod, WORKLOADS, workloadRef } from '../kube/resources.ts';
+import { restartAnnotationsOf, type WorkloadObject } from './owner.ts';
 import type { Plan } from './planner.ts';
 import { recentRestarts } from './policy.ts';
 
 export type RestartOutcome = 'restarted' | 'conflict';
 
+/** Where each restart method keeps the annotations a restart writes, as a JSON pointer. */
+const ANNOTATIONS_AT: Record<RestartMethod, string> = {
+  'template-annotations': '/spec/template/metadata/annotations',
+  'restart-at': '/metadata/annotations',
+};
+
+export type JsonPatch = readonly {
+  readonly op: 'test' | 'add';
+  readonly path: string;
+  readonly value: unknown;
+}[];
+
+/** A JSON pointer token (RFC 6901): `~` and `/` escaped, as in `config-sync.io~1config-hash`. */
+const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+
 /**
  * The restart patch, by the kind's RestartMethod (kube/resources.ts):
  *  - template-annotations: the pod template's `kubectl.kubernetes.io/restartedAt` (what `kubectl
- *    rollout restart` writes, so rollout history and status understand it) and
- *    `config-sync.io/config-hash` (how siblings dedupe); the controller rolls the Pods;
- *  - restart-at: Argo Rollouts' `spec.restartAt`, with the same two annotations on the Rollout
+ *    rollout restart` writes, so rollout history and status understand it),
+ *    `config-sync.io/config-hash` (how siblings dedupe) and the restart history; the controller
+ *    rolls the Pods;
+ *  - restart-at: Argo Rollouts' `spec.restartAt`, with the same annotations on the Rollout
  *    itself (its template is left alone: a changed template is a new revision, a full rollout).
- * The patch carries the resourceVersion the plan was made from: the API server refuses it with
- * 409 if the workload changed since, and the caller re-reads and re-decides.
+ *
+ * A JSON patch (RFC 6902) whose first operation tests the annotations where it writes, exactly
+ * as the plan read them (`null`: there were none; the API server's JSON patch treats a missing
+ * member as null), so the API server applies it only while they are unchanged. That is the
+ * dedupe between siblings: the first restart changes them, and every sibling that planned from
+ * the same read is refused and re-reads. It is not conditional on the resourceVersion, which the
+ * workload's controller bumps with every status update: during a rollout (the usual moment for a
+ * config change) nearly every conditional restart was refused once or more, each refusal one more
+ * read and patch before the restart. The annotations change only with a restart or an edit of
+ * the template's annotations.
  */
 export function restartPatch(
   method: RestartMethod,
-  resourceVersion: string,
+  asRead: Readonly<Record<string, string>> | null,
   configHash: string,
   now: Date,
   history = '',
-) {
+): JsonPatch {
+  const at = ANNOTATIONS_AT[method];
   const annotations = {
     [ANNOTATION.restartedAt]: now.toISOString(),
     [ANNOTATION.configHash]: configHash,
     [ANNOTATION.restarts]: restartHistory(history, now),
   };
-  if (method === 'restart-at') {
-    return { metadata: { resourceVersion, annotations }, spec: { restartAt: now.toISOString() } };
-  }
-  return { metadata: { resourceVersion }, spec: { template: { metadata: { annotations } } } };
+  const writes =
+    asRead === null
+      ? [{ op: 'add' as const, path: at, value: annotations }]
+      : Object.entries(annotations).map(([key, value]) => ({
+          op: 'add' as const,
+          path: `${at}/${pointerToken(key)}`,
+          value,
+        }));
+  const restartAt =
+    method === 'restart-at'
+      ? [{ op: 'add' as const, path: '/spec/restartAt', value: now.toISOString() }]
+      : [];
+  return [{ op: 'test', path: at, value: asRead }, ...writes, ...restartAt];
 }
 
 /** The restart history after a restart at `now`: the times within the last hour, then `now`. */
@@ -52,12 +88,20 @@ export async function restartWorkload(
   const w = plan.workload;
   if (plan.decision !== 'restart' || !w)
     throw new Error(`restartWorkload called with a ${plan.decision} plan`);
-  const body = restartPatch(WORKLOADS[w.kind].restart, w.resourceVersion, plan.configHash, now, w.history);
+  const ref = workloadRef(w.kind, namespace, w.name);
+  const body = restartPatch(WORKLOADS[w.kind].restart, w.annotations, plan.configHash, now, w.history);
   try {
-    await client.patch(workloadRef(w.kind, namespace, w.name), body, 'merge');
+    await client.patch(ref, body, 'json');
     return 'restarted';
   } catch (error) {
-    if (apiStatus(error) === 409) return 'conflict';
+    const status = apiStatus(error);
+    if (status === 409) return 'conflict';
+    // A failed test is answered 422 with no detail, like any other patch the server cannot apply:
+    // it is a conflict only if the annotations it tested are no longer as the plan read them.
+    if (status === 422) {
+      const now = restartAnnotationsOf(w.kind, await client.get<WorkloadObject>(ref)) ?? null;
+      if (!isDeepStrictEqual(now, w.annotations)) return 'conflict';
+    }
     throw error;
   }
 }

@@ -91,9 +91,22 @@ export function workloadHealth(kind: WorkloadKind, obj: WorkloadObject): Workloa
 }
 
 /**
- * The workload as the planner needs it: its resourceVersion (the restart is conditional on it)
- * and the annotations a restart writes, where its kind keeps them (kube/resources.ts,
- * RestartMethod): the pod template's, or the object's own for a Rollout.
+ * The annotations a restart writes, where the kind keeps them (kube/resources.ts, RestartMethod):
+ * the pod template's, or the object's own for a Rollout. Undefined when the object has none.
+ */
+export function restartAnnotationsOf(
+  kind: WorkloadKind,
+  obj: WorkloadObject,
+): Readonly<Record<string, string>> | undefined {
+  return WORKLOADS[kind].restart === 'restart-at'
+    ? obj.metadata?.annotations
+    : obj.spec?.template?.metadata?.annotations;
+}
+
+/**
+ * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
+ * them (the restart patch applies only while they are as read), its labels, its rollout state,
+ * and its resourceVersion (shown in the plan).
  */
 export async function readWorkload(
   client: KubeClient,
@@ -102,10 +115,7 @@ export async function readWorkload(
   name: string,
 ): Promise<OwnerState> {
   const obj = await client.get<WorkloadObject>(workloadRef(kind, namespace, name));
-  const kept =
-    WORKLOADS[kind].restart === 'restart-at'
-      ? obj.metadata?.annotations
-      : obj.spec?.template?.metadata?.annotations;
+  const kept = restartAnnotationsOf(kind, obj);
   return {
     type: 'workload',
     workload: {
@@ -113,6 +123,7 @@ export async function readWorkload(
       name,
       resourceVersion: obj.metadata?.resourceVersion ?? '',
       restartAnnotations: kept ?? {},
+      ...(kept === undefined ? { restartAnnotationsAbsent: true } : {}),
       labels: obj.metadata?.labels ?? {},
       health: workloadHealth(kind, obj),
     },

@@ -20,6 +20,8 @@ export interface WorkloadState {
    * pod template's, or the object's own for a kind restarted through spec.restartAt.
    */
   readonly restartAnnotations: Readonly<Record<string, string>>;
+  /** The object has no annotations there at all (restartAnnotations is then empty). */
+  readonly restartAnnotationsAbsent?: boolean;
   /** The workload's own labels (the policy gate's input). */
   readonly labels?: Readonly<Record<string, string>>;
   /** Its rollout state, from its status (the policy gate's --only-when-settled). */
@@ -67,6 +69,11 @@ export interface Plan {
     readonly resourceVersion: string;
     /** The restart history annotation as read (ANNOTATION.restarts), when there is one. */
     readonly history?: string;
+    /**
+     * The annotations where the restart writes them, exactly as read (null: there were none).
+     * The restart patch applies only while they are unchanged (heal/executor.ts).
+     */
+    readonly annotations: Readonly<Record<string, string>> | null;
   };
   readonly configHash: string;
   /** Every line says why; printed by heal --dry-run and logged. */
@@ -140,6 +147,7 @@ export function planHeal(input: PlanInput): Plan {
     name: w.name,
     resourceVersion: w.resourceVersion,
     ...(history === undefined ? {} : { history }),
+    annotations: w.restartAnnotationsAbsent ? null : w.restartAnnotations,
   };
   // (5)
   if (policy.mode === 'alert-only') {

@@ -28,6 +28,7 @@ import {
 /** Patch types config-sync sends. */
 export const PATCH = {
   merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
   strategic: 'application/strategic-merge-patch+json',
 } as const;
 

@@ -68,7 +68,7 @@ describe('the restart window', () => {
 
 const restartPlan: Plan = {
   decision: 'restart',
-  workload: { kind: 'Deployment', name: 'web', resourceVersion: '7' },
+  workload: { kind: 'Deployment', name: 'web', resourceVersion: '7', annotations: {} },
   configHash: 'cfg-1',
   reasons: [
     'app:/etc/app: SubPathStale: stale',

@@ -105,35 +105,43 @@ describe('the owner walk', () => {
 
 describe('the restart patch', () => {
   const now = new Date('2026-12-03T12:00:00.500Z');
-  it('for the apps kinds: the pod template annotations, conditional on the resourceVersion', () => {
-    expect(restartPatch(WORKLOADS.Deployment.restart, '42', 'cfg-1', now)).toEqual({
-      metadata: { resourceVersion: '42' },
-      spec: {
-        template: {
-          metadata: {
-            annotations: {
-              [ANNOTATION.restartedAt]: now.toISOString(),
-              [ANNOTATION.configHash]: 'cfg-1',
-              [ANNOTATION.restarts]: now.toISOString(),
-            },
-          },
-        },
-      },
-    });
+  const t = now.toISOString();
+  it('for the apps kinds: tests the pod template annotations as read, then adds the three', () => {
+    const asRead = { team: 'a', [ANNOTATION.configHash]: 'cfg-0' };
+    expect(restartPatch(WORKLOADS.Deployment.restart, asRead, 'cfg-1', now)).toEqual([
+      { op: 'test', path: '/spec/template/metadata/annotations', value: asRead },
+      { op: 'add', path: '/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt', value: t },
+      { op: 'add', path: '/spec/template/metadata/annotations/config-sync.io~1config-hash', value: 'cfg-1' },
+      { op: 'add', path: '/spec/template/metadata/annotations/config-sync.io~1restarts', value: t },
+    ]);
   });
 
-  it('for a Rollout: spec.restartAt and the annotations on the Rollout itself, its template untouched', () => {
-    expect(restartPatch(WORKLOADS.Rollout.restart, '42', 'cfg-1', now)).toEqual({
-      metadata: {
-        resourceVersion: '42',
-        annotations: {
-          [ANNOTATION.restartedAt]: now.toISOString(),
-          [ANNOTATION.configHash]: 'cfg-1',
-          [ANNOTATION.restarts]: now.toISOString(),
-        },
+  it('a template with no annotations: tests that there are none, then adds the map', () => {
+    expect(restartPatch(WORKLOADS.StatefulSet.restart, null, 'cfg-1', now)).toEqual([
+      { op: 'test', path: '/spec/template/metadata/annotations', value: null },
+      {
+        op: 'add',
+        path: '/spec/template/metadata/annotations',
+        value: { [ANNOTATION.restartedAt]: t, [ANNOTATION.configHash]: 'cfg-1', [ANNOTATION.restarts]: t },
       },
-      spec: { restartAt: now.toISOString() },
-    });
+    ]);
+  });
+
+  it('for a Rollout: the annotations on the Rollout itself and spec.restartAt, its template untouched', () => {
+    const asRead = { [ANNOTATION.restarts]: '2026-12-03T11:30:00.000Z' };
+    expect(restartPatch(WORKLOADS.Rollout.restart, asRead, 'cfg-1', now, '2026-12-03T11:30:00.000Z')).toEqual(
+      [
+        { op: 'test', path: '/metadata/annotations', value: asRead },
+        { op: 'add', path: '/metadata/annotations/kubectl.kubernetes.io~1restartedAt', value: t },
+        { op: 'add', path: '/metadata/annotations/config-sync.io~1config-hash', value: 'cfg-1' },
+        {
+          op: 'add',
+          path: '/metadata/annotations/config-sync.io~1restarts',
+          value: `2026-12-03T11:30:00.000Z ${t}`,
+        },
+        { op: 'add', path: '/spec/restartAt', value: t },
+      ],
+    );
   });
 });
 
