@@ -1,0 +1,18 @@
+// Baseline of measure 8 (reload mode): the least a reloader can do, in bare Node, as a process of
+// its own like the agent. configmap-reload's job: watch the volume directory with inotify
+// (fs.watch) and POST to the reload URL on every `..data` swap, with no check of what the files
+// hold. Usage: node raw-reload.mjs <directory> <url>
+import fs from 'node:fs';
+import http from 'node:http';
+
+const [dir, url] = process.argv.slice(2);
+const agent = new http.Agent({ keepAlive: true });
+fs.watch(dir, (_event, name) => {
+  if (name !== '..data') return;
+  const request = http.request(url, { method: 'POST', agent, headers: { 'content-length': '0' } }, (res) =>
+    res.resume(),
+  );
+  request.on('error', (error) => process.stderr.write(`raw-reload: ${error.message}\n`));
+  request.end();
+});
+process.stdout.write('watching\n');
