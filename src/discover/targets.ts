@@ -2,7 +2,7 @@
 // the app containers see, as files (volumes, projected volumes, subPath mounts) or as environment
 // variables. Pure: the Pod is read at the edge.
 import type { V1Container, V1KeyToPath, V1Pod, V1Volume } from '@kubernetes/client-node';
-
+import { byCodeUnit } from '../kube/names.ts';
 // The source kinds live with the other kind tables, in kube/ (the ground floor); re-exported
 // here because targets are where most code meets them.
 import type { SourceKind, SourceRef } from '../kube/resources.ts';
@@ -239,5 +239,5 @@ export function referencedSources(targets: readonly Target[]): SourceRef[] {
   for (const t of targets) {
     for (const ref of targetSources(t)) seen.set(`${ref.kind}/${ref.name}`, ref);
   }
-  return [...seen.values()].sort((a, b) => `${a.kind}/${a.name}`.localeCompare(`${b.kind}/${b.name}`));
+  return [...seen.values()].sort((a, b) => byCodeUnit(`${a.kind}/${a.name}`, `${b.kind}/${b.name}`));
 }

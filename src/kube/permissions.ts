@@ -8,6 +8,8 @@
 // own Pod or ReplicaSet, whose names change with every rollout, nor for `create events`, which
 // cannot name an object that does not exist yet. Patching only its *own* Pod is enforced by the
 // ValidatingAdmissionPolicy in deploy/sidecar instead (RBAC cannot express it).
+
+import { byCodeUnit } from './names.ts';
 import { REPLICA_SET, SOURCE_RESOURCE, type SourceRef, WORKLOADS, type WorkloadKind } from './resources.ts';
 
 export type { WorkloadKind };
@@ -140,7 +142,7 @@ export function rulesFor(needs: readonly AccessNeed[]): PolicyRule[] {
   }
   const verbOrder = ['get', 'list', 'watch', 'create', 'patch', 'update', 'delete'];
   return [...byKey.values()]
-    .sort((a, b) => `${a.group}/${a.resource}`.localeCompare(`${b.group}/${b.resource}`))
+    .sort((a, b) => byCodeUnit(`${a.group}/${a.resource}`, `${b.group}/${b.resource}`))
     .map((e) => ({
       apiGroups: [e.group],
       resources: [e.resource],

@@ -5,6 +5,7 @@
 // Pure, and on digests only.
 import { createHash } from 'node:crypto';
 import type { EnvTarget, SourceRef, VolumeTarget } from '../discover/targets.ts';
+import { byCodeUnit } from '../kube/names.ts';
 import { type KeyDigest, refKey, type SourceState } from './source.ts';
 
 export interface ExpectedFile {
@@ -153,7 +154,7 @@ export function combinedDigest(parts: readonly string[]): string {
  */
 export function configVersion(lookup: SourceLookup, refs: readonly SourceRef[]): string {
   const parts = [...refs]
-    .sort((a, b) => refKey(a).localeCompare(refKey(b)))
+    .sort((a, b) => byCodeUnit(refKey(a), refKey(b)))
     .map((ref) => {
       const state = lookup(ref);
       return state?.state === 'present'
@@ -170,13 +171,13 @@ export function configVersion(lookup: SourceLookup, refs: readonly SourceRef[]):
  */
 export function configHash(lookup: SourceLookup, refs: readonly SourceRef[]): string {
   const parts: string[] = [];
-  for (const ref of [...refs].sort((a, b) => refKey(a).localeCompare(refKey(b)))) {
+  for (const ref of [...refs].sort((a, b) => byCodeUnit(refKey(a), refKey(b)))) {
     const state = lookup(ref);
     if (state?.state !== 'present') {
       parts.push(`${refKey(ref)}:${state?.state ?? 'unknown'}`);
       continue;
     }
-    for (const [key, d] of [...state.snapshot.keys].sort(([a], [b]) => a.localeCompare(b))) {
+    for (const [key, d] of [...state.snapshot.keys].sort(([a], [b]) => byCodeUnit(a, b))) {
       parts.push(`${refKey(ref)}:${key}=${d.sha256}`);
     }
   }
