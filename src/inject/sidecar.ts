@@ -5,6 +5,14 @@ import type { V1Container, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernete
 import { DEFAULT_STATE_DIR } from '../config/agent-config.ts';
 import { volumeSources } from '../discover/targets.ts';
 
+/**
+ * The sidecar's Node flags, as the image sets them (deploy/image/Dockerfile): semi-spaces of the
+ * young generation capped at 1 MiB, plenty for the agent's small, short-lived allocations (1 to
+ * 5 MiB less resident, docs/benchmarks.md). The benchmark runs the agent, and the bare `node`
+ * processes it is compared with, under the same flags.
+ */
+export const SIDECAR_NODE_OPTIONS = '--max-semi-space-size=1';
+
 export const SIDECAR_NAME = 'config-sync';
 
 /**
@@ -71,7 +79,7 @@ export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Co
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-      { name: 'NODE_OPTIONS', value: '--max-semi-space-size=1' },
+      { name: 'NODE_OPTIONS', value: SIDECAR_NODE_OPTIONS },
       ...Object.entries(options.agentEnv ?? {}).map(([name, value]) => ({ name, value })),
     ],
     ports: [{ name: 'metrics', containerPort: 9464 }],
