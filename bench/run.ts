@@ -26,8 +26,8 @@
 //     agent container's memory working set and idle CPU from its own cgroup (what kubelet and
 //     the metrics API report), against an idle bare `node` HTTP server container from the same
 //     image with the sidecar's probes, in the same run, measured the same way; and kubelet's
-//     real propagation delay (the agent's
-//     config_sync_propagation_seconds), with the syncFrequency named.
+//     real propagation delay (the agent's config_sync_propagation_seconds), with the
+//     syncFrequency named.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
