@@ -179,11 +179,18 @@ function rssMiB(pid: number): number {
   const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
   return Number(m?.[1]) / 1024;
 }
+/**
+ * CPU time of a process in seconds, in nanoseconds' precision: the sum over its threads of the
+ * first field of /proc/<pid>/task/<tid>/schedstat (time on a CPU). /proc/<pid>/stat counts in
+ * clock ticks (10 ms), and a whole idle minute of the agent is a few ticks, so one tick more or
+ * less moved the figure by 0.017 points. A thread that ended takes its time with it; the agent's
+ * and bare node's threads live as long as the process.
+ */
 function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
-  return (Number(fields[11]) + Number(fields[12])) / ticks;
+  let nanos = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`))
+    nanos += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+  return nanos / 1e9;
 }
 async function ready(port: number): Promise<void> {
   await waitFor(
