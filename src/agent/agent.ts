@@ -46,7 +46,7 @@ import { watchFiles } from '../watch/file-watch.ts';
 import { SourceCache } from '../watch/source-cache.ts';
 import { baselinesToRecord, writeEnvBaselines } from './env-baselines.ts';
 import { runLoop, Wakeup } from './loop.ts';
-import { containerStarts, isDrift, type PassResult, verifyPass } from './pass.ts';
+import { containerStarts, isDrift, type PassResult, readsContainerStarts, verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import { reloadController } from './reload-controller.ts';
@@ -231,8 +231,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
   // (1) Drift is an accusation that leads to a restart, so before it stands, every source behind
   // a drifted target is confirmed with a quorum read (the source cache's confirm(), which
-  // corrects a stale copy), the Pod's container starts are read again (d), and the pass is
-  // decided again on that. A source the API could not confirm is Unknown for this pass.
+  // corrects a stale copy), the Pod's container starts are read again where a drifted target
+  // depends on them (d: env and subPath targets), and the pass is decided again on that. A source the API could not confirm is Unknown for this pass.
   // The owning workload is read at the same time: if the drift stands, the plan needs it, and
   // reading it after the confirmation was one more round trip before the restart.
   async function confirmView(
@@ -241,11 +241,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   ): Promise<{ pass: PassResult; owner?: Promise<OwnerState>; unconfirmed?: boolean }> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return { pass };
+    const driftedTargets = rt.targets.filter((t) => drifted.has(targetId(t)));
     const owner = currentOwner();
     owner.catch(() => {}); // act() reports a failed read; unawaited when the drift goes away
     const [{ corrected, unconfirmed }, restarted] = await Promise.all([
-      cache.confirm(referencedSources(rt.targets.filter((t) => drifted.has(targetId(t))))),
-      refreshStarts(),
+      cache.confirm(referencedSources(driftedTargets)),
+      driftedTargets.some(readsContainerStarts) ? refreshStarts() : false,
     ]);
     if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner };
     return {

@@ -57,6 +57,15 @@ function viewOf(starts: ContainerStarts | undefined, container: string, expectat
   );
 }
 
+/**
+ * Whether a target's verdict depends on when its container started (container-view.ts): an env
+ * target or a subPath file holds what the container got when it started, while a whole volume is
+ * compared as the agent sees it now.
+ */
+export function readsContainerStarts(target: Target): boolean {
+  return target.type === 'env' || target.subPath !== undefined;
+}
+
 export function verifyPass(input: PassInput): PassResult {
   const policy = { ...input.windows, fingerprint: input.fingerprint };
   const verdicts: Verdict[] = [];
@@ -92,8 +101,9 @@ export function verifyPass(input: PassInput): PassResult {
       expectation.files.keys(),
       target.subPath !== undefined,
     );
-    const view =
-      target.subPath === undefined ? 'agent-copy' : viewOf(input.starts, target.container, expectation);
+    const view = readsContainerStarts(target)
+      ? viewOf(input.starts, target.container, expectation)
+      : 'agent-copy';
     const result = decide(target, expectation, observation, previous, input.now, policy, undefined, view);
     verdicts.push(result.verdict);
     memory.set(id, result.memory);

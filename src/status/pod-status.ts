@@ -24,6 +24,15 @@ export async function writePodStatus(
   pod: string,
   update: PodStatusUpdate,
 ): Promise<void> {
+  // The annotations first (metadata and status are two requests): whoever waits for the
+  // condition (`kubectl wait`, a readiness gate, `config-sync status`) then finds the
+  // last-config-sync that goes with it, not the one before.
+  if (update.lastConfigSync) {
+    await annotatePod(client, namespace, pod, {
+      [ANNOTATION.lastConfigSync]: update.lastConfigSync.toISOString(),
+      [ANNOTATION.matchedVersions]: update.matchedVersions ?? '',
+    });
+  }
   await client.patch(
     { resource: 'pods', namespace, name: pod, subresource: 'status' },
     {
@@ -42,12 +51,6 @@ export async function writePodStatus(
     },
     'strategic',
   );
-  if (update.lastConfigSync) {
-    await annotatePod(client, namespace, pod, {
-      [ANNOTATION.lastConfigSync]: update.lastConfigSync.toISOString(),
-      [ANNOTATION.matchedVersions]: update.matchedVersions ?? '',
-    });
-  }
 }
 
 export async function annotatePod(

@@ -1,7 +1,7 @@
 // What the app container holds for the targets kubelet never updates, when it and the agent did
 // not start together (src/verify/container-view.ts), and how a pass decides on it.
 import { describe, expect, it } from 'vitest';
-import { containerStarts, verifyPass } from '../../src/agent/pass.ts';
+import { containerStarts, readsContainerStarts, verifyPass } from '../../src/agent/pass.ts';
 import type { Target } from '../../src/discover/targets.ts';
 import { containerView, START_SLACK_MS } from '../../src/verify/container-view.ts';
 import { keyedFingerprint } from '../../src/verify/fingerprint.ts';
@@ -134,5 +134,30 @@ describe('neverChanged, from the object', () => {
       snapshotConfigMap({ metadata: { ...created, managedFields: [op('2026-12-03T10:00:00Z')] } }, T)
         .neverChanged,
     ).toBe(false);
+  });
+});
+
+describe('readsContainerStarts: which drift needs the Pod read again before acting', () => {
+  const volume: Target = {
+    type: 'volume',
+    container: 'app',
+    volume: 'config',
+    mountPath: '/etc/app',
+    sources: [{ ref: { kind: 'ConfigMap', name: 'web' }, optional: false, defaultMode: 0o644 }],
+  };
+  it('a subPath file and an env target hold what their container started with: yes', () => {
+    expect(readsContainerStarts({ ...volume, subPath: 'app.yaml' })).toBe(true);
+    expect(
+      readsContainerStarts({
+        type: 'env',
+        container: 'app',
+        ref: { kind: 'Secret', name: 'web' },
+        keys: 'all',
+        optional: false,
+      }),
+    ).toBe(true);
+  });
+  it('a whole volume is compared as the agent sees it now: no', () => {
+    expect(readsContainerStarts(volume)).toBe(false);
   });
 });
