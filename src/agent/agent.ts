@@ -232,7 +232,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // (1) Drift is an accusation that leads to a restart, so before it stands, every source behind
   // a drifted target is confirmed with a quorum read (the source cache's confirm(), which
   // corrects a stale copy), the Pod's container starts are read again where a drifted target
-  // depends on them (d: env and subPath targets), and the pass is decided again on that. A source the API could not confirm is Unknown for this pass.
+  // depends on them (d: env and subPath targets), and the pass is decided again on that. A
+  // source the API could not confirm is Unknown for this pass.
   // The owning workload is read at the same time: if the drift stands, the plan needs it, and
   // reading it after the confirmation was one more round trip before the restart.
   async function confirmView(

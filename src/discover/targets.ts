@@ -3,6 +3,7 @@
 // variables. Pure: the Pod is read at the edge.
 import type { V1Container, V1KeyToPath, V1Pod, V1Volume } from '@kubernetes/client-node';
 import { byCodeUnit } from '../kube/names.ts';
+
 // The source kinds live with the other kind tables, in kube/ (the ground floor); re-exported
 // here because targets are where most code meets them.
 import type { SourceKind, SourceRef } from '../kube/resources.ts';

@@ -99,8 +99,8 @@ export async function restartWorkload(
     // A failed test is answered 422 with no detail, like any other patch the server cannot apply:
     // it is a conflict only if the annotations it tested are no longer as the plan read them.
     if (status === 422) {
-      const now = restartAnnotationsOf(w.kind, await client.get<WorkloadObject>(ref)) ?? null;
-      if (!isDeepStrictEqual(now, w.annotations)) return 'conflict';
+      const current = restartAnnotationsOf(w.kind, await client.get<WorkloadObject>(ref)) ?? null;
+      if (!isDeepStrictEqual(current, w.annotations)) return 'conflict';
     }
     throw error;
   }

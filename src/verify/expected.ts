@@ -144,6 +144,11 @@ export function combinedDigest(parts: readonly string[]): string {
   return createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16);
 }
 
+/** The sources in one order for every process, whatever the order given (both digests below). */
+function inRefOrder(refs: readonly SourceRef[]): SourceRef[] {
+  return [...refs].sort((a, b) => byCodeUnit(refKey(a), refKey(b)));
+}
+
 /**
  * Which versions of the sources a restart applies: the `config-sync.io/config-hash` on the pod
  * template, in Events, logs and `heal` output. Made from each source's uid and resourceVersion,
@@ -153,14 +158,12 @@ export function combinedDigest(parts: readonly string[]): string {
  * it (circuit).
  */
 export function configVersion(lookup: SourceLookup, refs: readonly SourceRef[]): string {
-  const parts = [...refs]
-    .sort((a, b) => byCodeUnit(refKey(a), refKey(b)))
-    .map((ref) => {
-      const state = lookup(ref);
-      return state?.state === 'present'
-        ? `${refKey(ref)}:${state.snapshot.uid}:${state.snapshot.resourceVersion}`
-        : `${refKey(ref)}:${state?.state ?? 'unknown'}`;
-    });
+  const parts = inRefOrder(refs).map((ref) => {
+    const state = lookup(ref);
+    return state?.state === 'present'
+      ? `${refKey(ref)}:${state.snapshot.uid}:${state.snapshot.resourceVersion}`
+      : `${refKey(ref)}:${state?.state ?? 'unknown'}`;
+  });
   return combinedDigest(parts);
 }
 
@@ -171,7 +174,7 @@ export function configVersion(lookup: SourceLookup, refs: readonly SourceRef[]):
  */
 export function configHash(lookup: SourceLookup, refs: readonly SourceRef[]): string {
   const parts: string[] = [];
-  for (const ref of [...refs].sort((a, b) => byCodeUnit(refKey(a), refKey(b)))) {
+  for (const ref of inRefOrder(refs)) {
     const state = lookup(ref);
     if (state?.state !== 'present') {
       parts.push(`${refKey(ref)}:${state?.state ?? 'unknown'}`);
