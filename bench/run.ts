@@ -41,6 +41,7 @@ import {
   CoreV1Api,
   KubeConfig,
   type V1Container,
+  type V1Deployment,
   type V1Pod,
   Watch,
 } from '@kubernetes/client-node';
@@ -697,16 +698,18 @@ async function main(): Promise<void> {
         ['raw', false],
         ['raw-read', true],
       ] as const) {
-        const raw = webDeployment(1);
-        raw.metadata = { name };
-        if (raw.spec) {
-          raw.spec.selector = { matchLabels: { app: name } };
-          raw.spec.template.metadata = { labels: { app: name } };
-          raw.spec.template.spec = {
-            containers: [{ name: 'app', image: 'config-sync.invalid/app:never-pulled' }],
-          };
-          raw.spec.paused = true;
-        }
+        const raw: V1Deployment = {
+          metadata: { name },
+          spec: {
+            replicas: 1,
+            paused: true,
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { containers: [{ name: 'app', image: 'config-sync.invalid/app:never-pulled' }] },
+            },
+          },
+        };
         await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: rs, body: raw });
         const child = spawn(process.execPath, [path.join(import.meta.dirname, 'baselines/raw-restart.mjs')], {
           stdio: ['ignore', 'pipe', 'inherit'],

@@ -12,9 +12,8 @@ import type { Scope } from '../../src/kube/scope.ts';
 import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
-import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
-import { applyRbac } from './support-app.ts';
+import { applyRbac, firstPod } from './support-app.ts';
 
 const ns = useNamespace('rbac');
 
@@ -49,17 +48,6 @@ function deployment(name: string, serviceAccountName: string): V1Deployment {
   };
 }
 
-async function firstPod(app: string): Promise<{ name: string; uid: string }> {
-  const core = ns.admin.makeApiClient(CoreV1Api);
-  return waitFor(
-    async () => {
-      const p = (await core.listNamespacedPod({ namespace: ns.name, labelSelector: `app=${app}` })).items[0];
-      return p?.metadata?.name && p.metadata.uid ? { name: p.metadata.name, uid: p.metadata.uid } : undefined;
-    },
-    { what: `a pod of ${app}` },
-  );
-}
-
 let webPod: { name: string; uid: string };
 let otherPod: { name: string; uid: string };
 let layout: InClusterLayout;
@@ -84,8 +72,8 @@ beforeAll(async () => {
   });
   await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('web', 'config-sync-agent') });
   await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('other', 'default') });
-  webPod = await firstPod('web');
-  otherPod = await firstPod('other');
+  webPod = await firstPod(ns.admin, ns.name, 'web');
+  otherPod = await firstPod(ns.admin, ns.name, 'other');
 
   // The agent's identity: a token of config-sync-agent bound to the web Pod, mounted in-cluster.
   const agent = await createServiceAccountIdentity(ns.admin, {

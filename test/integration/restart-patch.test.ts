@@ -16,9 +16,8 @@ import { ANNOTATION } from '../../src/kube/annotations.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
-import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, useNamespace } from './support.ts';
-import { applyRbac, webDeployment } from './support-app.ts';
+import { applyRbac, firstPod, webDeployment } from './support-app.ts';
 
 const ns = useNamespace('restart-patch');
 let client: KubeClient;
@@ -33,17 +32,7 @@ beforeAll(async () => {
   await ns.admin
     .makeApiClient(AppsV1Api)
     .createNamespacedDeployment({ namespace: ns.name, body: webDeployment(1) });
-  const pod = await waitFor(
-    async () => {
-      const p = (
-        await ns.admin
-          .makeApiClient(CoreV1Api)
-          .listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })
-      ).items[0];
-      return p?.metadata?.name && p.metadata.uid ? { name: p.metadata.name, uid: p.metadata.uid } : undefined;
-    },
-    { what: 'a pod of web' },
-  );
+  const pod = await firstPod(ns.admin, ns.name, 'web');
   const agent = await createServiceAccountIdentity(ns.admin, {
     namespace: ns.name,
     name: 'config-sync-agent',

@@ -1,8 +1,9 @@
 // The test/cluster/app.ts helpers bound to this test run's control plane, and the CLI runner that
 // checks every output for the Secret value.
-import type { KubeConfig, V1Deployment } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import * as app from '../cluster/app.ts';
+import { waitFor } from '../cluster/wait.ts';
 import { controlPlane } from './support.ts';
 
 export {
@@ -71,4 +72,20 @@ export async function expectOneRestart(
   );
   expect(heals.reduce((x, y) => x + y, 0)).toBe(1);
   return (restarts[0] as app.AgentProcess).lines.find((l) => l.msg === 'restarted workload') as app.LogLine;
+}
+
+/** The name and uid of the first Pod labelled app=<label> in `namespace`, once there is one. */
+export function firstPod(
+  admin: KubeConfig,
+  namespace: string,
+  label: string,
+): Promise<{ name: string; uid: string }> {
+  const core = admin.makeApiClient(CoreV1Api);
+  return waitFor(
+    async () => {
+      const p = (await core.listNamespacedPod({ namespace, labelSelector: `app=${label}` })).items[0];
+      return p?.metadata?.name && p.metadata.uid ? { name: p.metadata.name, uid: p.metadata.uid } : undefined;
+    },
+    { what: `a pod of ${label}` },
+  );
 }
