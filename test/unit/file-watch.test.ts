@@ -1,0 +1,112 @@
+// The file watch must wake the loop, by inotify alone, for every change kubelet or a person can
+// make to what the agent watches. The poll is set to an hour here, so only inotify can pass.
+// Real files on a real file system: the kubelet writer is the test harness's exact copy of
+// kubelet's AtomicWriter.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { watchFiles } from '../../src/watch/file-watch.ts';
+import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
+
+const HOUR = 3_600_000;
+
+let dir: string;
+let abort: AbortController;
+let done: Promise<void>;
+let reasons: string[];
+let pollingOnly: Error[];
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'file-watch-'));
+  abort = new AbortController();
+  reasons = [];
+  pollingOnly = [];
+});
+afterEach(async () => {
+  abort.abort();
+  await done;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function start(paths: string[]): void {
+  done = watchFiles(
+    { paths, intervalMs: HOUR, onChange: (r) => reasons.push(r), onPollingOnly: (e) => pollingOnly.push(e) },
+    abort.signal,
+  );
+}
+
+/** Waits until the watch has woken the loop since `mark` (an index into reasons). */
+async function wokenSince(mark: number, timeoutMs = 3000): Promise<string[]> {
+  const until = Date.now() + timeoutMs;
+  while (reasons.length === mark && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  return reasons.slice(mark);
+}
+
+/** Lets the watcher set up and any initial events settle, so each step sees only its own. */
+async function settle(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+function keys(n: number, value: string): Record<string, string> {
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, `${value}-${i}`]));
+}
+
+describe('watchFiles: inotify alone', () => {
+  it('wakes on each ..data swap of a kubelet volume of 100 keys, and on a key added', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(100, 'one') }));
+    start([volume]);
+    await settle();
+    for (const value of ['two', 'three']) {
+      const mark = reasons.length;
+      atomicWrite(volume, configMapPayload({ data: keys(100, value) }));
+      expect(await wokenSince(mark)).not.toEqual([]);
+    }
+    const mark = reasons.length;
+    atomicWrite(volume, configMapPayload({ data: { ...keys(100, 'three'), added: 'x' } }));
+    expect(await wokenSince(mark)).not.toEqual([]);
+    expect(pollingOnly).toEqual([]);
+  });
+
+  it('wakes on a file changed in place, added and removed in a plain directory', async () => {
+    const plain = path.join(dir, 'plain');
+    fs.mkdirSync(plain);
+    fs.writeFileSync(path.join(plain, 'app.yaml'), 'a: 1\n');
+    start([plain]);
+    await settle();
+    let mark = reasons.length;
+    fs.writeFileSync(path.join(plain, 'app.yaml'), 'a: 2\n');
+    expect(await wokenSince(mark)).not.toEqual([]);
+    await settle();
+    mark = reasons.length;
+    fs.writeFileSync(path.join(plain, 'new.yaml'), 'b: 1\n');
+    expect(await wokenSince(mark)).not.toEqual([]);
+    await settle();
+    mark = reasons.length;
+    fs.rmSync(path.join(plain, 'new.yaml'));
+    expect(await wokenSince(mark)).not.toEqual([]);
+  });
+
+  it('wakes on a subPath file written in place', async () => {
+    const file = path.join(dir, 'app.conf');
+    fs.writeFileSync(file, 'one');
+    start([file]);
+    await settle();
+    const mark = reasons.length;
+    fs.writeFileSync(file, 'two');
+    expect(await wokenSince(mark)).not.toEqual([]);
+  });
+
+  it('stays quiet when nothing changes', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    start([volume]);
+    await settle();
+    const mark = reasons.length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(reasons.slice(mark)).toEqual([]);
+  });
+});
