@@ -349,6 +349,21 @@ async function main(): Promise<void> {
       },
     );
     await ready(offClusterPort);
+    // The same agent in a Pod after an hour's work: every full compare (--resync, 60 s by default)
+    // runs the pass over all files, and what runs often enough is compiled again by V8's
+    // optimizing compilers, whose code and the binary's pages stay resident. A second in-cluster
+    // agent compares every second through the idle window, so the window holds as many
+    // compares as an hour at the default (for the default 60 s window).
+    const busyPort = await freeLoopbackPort();
+    const busy = spawn(process.execPath, [...agentArgs(busyPort), '--resync', '1s'], {
+      stdio: 'ignore',
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+        ...inPodEnv(layout, work, namespace),
+      },
+    });
+    await ready(busyPort);
     rows.push({
       what: 'start -> ready',
       ours: `${fmt(agentStart, 0)} ms`,
@@ -394,6 +409,10 @@ async function main(): Promise<void> {
       const agentRss = rssMiB(agent.pid as number);
       const bareRss = rssMiB(bare.pid as number);
       const offClusterRss = rssMiB(offCluster.pid as number);
+      const busyRss = rssMiB(busy.pid as number);
+      const compares = await fetch(`http://127.0.0.1:${busyPort}/metrics`)
+        .then((r) => r.text())
+        .then((t) => Number(/^config_sync_duration_seconds_count (\d+)/m.exec(t)?.[1] ?? Number.NaN));
       rows.push({
         what: 'idle RSS, in-cluster (as in a Pod)',
         ours: `${fmt(agentRss)} MiB`,
@@ -401,6 +420,14 @@ async function main(): Promise<void> {
         relation: `${signed(agentRss - bareRss)} MiB`,
         target: '<= bare + 15 MiB (issue 13)',
         ok: agentRss - bareRss <= 15,
+      });
+      rows.push({
+        what: `idle RSS, in-cluster, after ${compares} full compares`,
+        ours: `${fmt(busyRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss)} MiB`,
+        relation: `${signed(busyRss - bareRss)} MiB`,
+        target: '<= bare + 15 MiB (issue 13)',
+        ok: busyRss - bareRss <= 15,
       });
       rows.push({
         what: 'idle RSS, from a kubeconfig',
@@ -432,6 +459,7 @@ async function main(): Promise<void> {
     }
     bare.kill();
     offCluster.kill('SIGTERM');
+    busy.kill('SIGTERM');
 
     const dir = path.join(mount, 'etc/app');
     const changed = { ...data, 'key-000.yaml': 'changed\n' };

@@ -36,7 +36,7 @@ import {
 } from '../heal/report.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
-import { readVolume } from '../read/volume.ts';
+import { volumeReader } from '../read/volume.ts';
 import { statusToWrite, type WrittenStatus } from '../status/condition.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
 import type { SourceLookup } from '../verify/expected.ts';
@@ -97,6 +97,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const lookup = cache.lookup;
   const currentOwner = ownerResolver(rt.client, rt.namespace, rt.pod);
   let memory = new Map<string, TargetMemory>();
+  // Every pass reads every mount; an unchanged file is not hashed again (volumeReader).
+  const readVolume = volumeReader();
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
   let ready = false;
   let lastPassAt = clock();

@@ -1,0 +1,102 @@
+// The agent's reader hashes a file again only when it changed: these tests hold it to reading
+// every change (a kubelet update, a file tampered with in place, a key removed) and to reading
+// nothing that did not change. Real files; the only thing watched is how often a file is opened.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { readVolume, volumeReader } from '../../src/read/volume.ts';
+import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volume-reader-'));
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A clock this far ahead makes every file written by the test older than the racy window. */
+const later = () => Date.now() + 5000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const opens = () => vi.spyOn(fs, 'openSync');
+
+function keys(n: number, value: string): Record<string, string> {
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, `${value}-${i}`]));
+}
+
+describe('volumeReader', () => {
+  it('does not read an unchanged file again, and gives the digests a full read gives', () => {
+    atomicWrite(dir, configMapPayload({ data: keys(20, 'one') }));
+    const read = volumeReader(later);
+    const paths = Object.keys(keys(20, 'one'));
+    const first = read(dir, paths, false);
+    const open = opens();
+    const second = read(dir, paths, false);
+    expect(open).not.toHaveBeenCalled();
+    expect(second).toEqual(first);
+    expect(second).toEqual(readVolume(dir, paths, false));
+  });
+
+  it('reads every file of a kubelet update again', () => {
+    atomicWrite(dir, configMapPayload({ data: keys(20, 'one') }));
+    const read = volumeReader(later);
+    const paths = Object.keys(keys(20, 'one'));
+    const before = read(dir, paths, false);
+    atomicWrite(dir, configMapPayload({ data: keys(20, 'two') }));
+    const after = read(dir, paths, false);
+    expect(after).toEqual(readVolume(dir, paths, false));
+    for (const p of paths) expect(after.files.get(p)).not.toEqual(before.files.get(p));
+  });
+
+  it('reads a file tampered with in place again, at the same size and with its mtime put back', async () => {
+    const file = path.join(dir, 'app.conf');
+    fs.writeFileSync(file, 'level: info');
+    fs.utimesSync(file, 1_000_000, 1_000_000); // whole seconds, so it can be put back exactly
+    await sleep(1100); // older than the racy window by the real clock
+    const read = volumeReader();
+    const before = read(file, [''], true);
+    expect(read(file, [''], true)).toEqual(before); // cached from here on
+    fs.writeFileSync(file, 'level: warn');
+    fs.utimesSync(file, 1_000_000, 1_000_000); // the ctime moves all the same
+    expect(fs.statSync(file).mtimeMs).toBe(1_000_000_000);
+    const after = read(file, [''], true);
+    expect(after).toEqual(readVolume(file, [''], true));
+    expect(after.files.get('')).not.toEqual(before.files.get(''));
+  });
+
+  it('reads a file changed just before a read again at the next read (the racy window)', () => {
+    const file = path.join(dir, 'app.conf');
+    fs.writeFileSync(file, 'level: info');
+    const read = volumeReader(); // the real clock: the file changed within the window
+    read(file, [''], true);
+    const open = opens();
+    read(file, [''], true);
+    expect(open).toHaveBeenCalledTimes(1);
+  });
+
+  it('says a removed key is missing, and keeps nothing of it', () => {
+    atomicWrite(dir, configMapPayload({ data: keys(3, 'one') }));
+    const read = volumeReader(later);
+    const paths = Object.keys(keys(3, 'one'));
+    read(dir, paths, false);
+    atomicWrite(dir, configMapPayload({ data: { 'key-0': 'one-0', 'key-1': 'one-1' } }));
+    const after = read(dir, paths, false);
+    expect(after.files.get('key-2')).toBe('missing');
+    expect(after.files.get('key-0')).toEqual(readVolume(dir, ['key-0'], false).files.get('key-0'));
+  });
+
+  it('keeps each mount apart', () => {
+    const a = path.join(dir, 'a');
+    const b = path.join(dir, 'b');
+    fs.mkdirSync(a);
+    fs.mkdirSync(b);
+    atomicWrite(a, configMapPayload({ data: { k: 'from a' } }));
+    atomicWrite(b, configMapPayload({ data: { k: 'from b' } }));
+    const read = volumeReader(later);
+    read(a, ['k'], false);
+    expect(read(b, ['k'], false)).toEqual(readVolume(b, ['k'], false));
+    expect(read(a, ['k'], false)).toEqual(readVolume(a, ['k'], false));
+  });
+});
