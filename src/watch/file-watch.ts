@@ -80,7 +80,7 @@ function isPayloadEntry(name: string): boolean {
  * which for a volume of 100 keys cost about 600 path operations at start, enough to have
  * path.normalize compiled by TurboFan (about 5 MiB resident), and a record per entry on the heap.
  */
-export function watchedPathOf(p: string): string {
+function watchedPathOf(p: string): string {
   const link = path.join(p, DATA_LINK);
   try {
     if (fs.lstatSync(link).isSymbolicLink()) return link;
