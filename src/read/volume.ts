@@ -167,11 +167,15 @@ export function volumeReader(clock: () => number = Date.now): typeof readVolume 
   };
 }
 
-function readDataLink(dir: string): string | undefined {
+/**
+ * Where a volume's `..data` link points (kubelet's current payload directory), or undefined where
+ * there is none: not a volume kubelet maintains (a plain directory, a subPath file).
+ */
+export function readDataLink(dir: string): string | undefined {
   try {
     return fs.readlinkSync(`${dir}/${DATA_LINK}`);
   } catch {
-    return undefined; // not a volume kubelet maintains: its files are compared one by one
+    return undefined;
   }
 }
 

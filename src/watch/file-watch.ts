@@ -19,7 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
-import { DATA_LINK } from '../read/volume.ts';
+import { DATA_LINK, readDataLink } from '../read/volume.ts';
 
 export interface FileWatchOptions {
   /** Directories (or subPath files) to watch, as the agent sees them. */
@@ -38,11 +38,9 @@ export interface FileWatchOptions {
  * the periodic --resync.
  */
 export function statSignature(p: string): string {
-  try {
-    return `link:${fs.readlinkSync(path.join(p, DATA_LINK))}`;
-  } catch {
-    // no ..data: stat what is there, below
-  }
+  const link = readDataLink(p);
+  if (link !== undefined) return `link:${link}`;
+  // no ..data: stat what is there
   const parts: string[] = [];
   const stat = (file: string) => {
     try {
@@ -81,13 +79,7 @@ function isPayloadEntry(name: string): boolean {
  * path.normalize compiled by TurboFan (about 5 MiB resident), and a record per entry on the heap.
  */
 function watchedPathOf(p: string): string {
-  const link = path.join(p, DATA_LINK);
-  try {
-    if (fs.lstatSync(link).isSymbolicLink()) return link;
-  } catch {
-    // no ..data: not a volume kubelet maintains
-  }
-  return p;
+  return readDataLink(p) === undefined ? p : path.join(p, DATA_LINK);
 }
 
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
