@@ -19,7 +19,16 @@ afterEach(() => {
 
 /** A clock this far ahead makes every file written by the test older than the racy window. */
 const later = () => Date.now() + 5000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits until a file written now gets a later ctime than `ctimeMs` (the kernel's coarse clock). */
+async function fileClockPast(ctimeMs: number): Promise<void> {
+  const probe = path.join(dir, '.probe');
+  for (const deadline = Date.now() + 2000; Date.now() < deadline; ) {
+    fs.writeFileSync(probe, '');
+    if (fs.statSync(probe).ctimeMs > ctimeMs) return;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  throw new Error(`the file clock did not pass ${ctimeMs} in 2 s`);
+}
 const opens = () => vi.spyOn(fs, 'openSync');
 
 function keys(n: number, value: string): Record<string, string> {
@@ -56,10 +65,12 @@ describe('volumeReader', () => {
     const file = path.join(dir, 'app.conf');
     fs.writeFileSync(file, 'level: info');
     fs.utimesSync(file, 1_000_000, 1_000_000); // whole seconds, so it can be put back exactly
-    await sleep(1100); // older than the racy window by the real clock
-    const read = volumeReader();
+    const read = volumeReader(later);
     const before = read(file, [''], true);
     expect(read(file, [''], true)).toEqual(before); // cached from here on
+    // The later clock calls the file old at once, so the tamper must land in a later tick of
+    // the kernel's file clock than the write, or its ctime could not tell them apart.
+    await fileClockPast(fs.statSync(file).ctimeMs);
     fs.writeFileSync(file, 'level: warn');
     fs.utimesSync(file, 1_000_000, 1_000_000); // the ctime moves all the same
     expect(fs.statSync(file).mtimeMs).toBe(1_000_000_000);
