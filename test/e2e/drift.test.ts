@@ -201,7 +201,15 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           // kubelet is frozen, so kubectl logs cannot answer: the agents' log files on the node.
           throw new Error(`${error.message}; the agents' last lines:\n${agentLogFiles(ns.name).join('\n')}`);
         });
-        const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+        // The agent creates its Healed Event after the patch it reports, so the restart can be
+        // seen first: wait for the Event (the count is checked again once the rollout is done).
+        const healed = await waitFor(
+          async () => {
+            const h = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+            return h.length > healedBefore ? h : undefined;
+          },
+          { what: 'the Healed Event', timeoutMs: 30_000, intervalMs: 250 },
+        );
         expect(healed).toHaveLength(healedBefore + 1);
         expect(healed.at(-1)?.message).toMatch(/ContentDrift/);
       } finally {
