@@ -11,7 +11,12 @@
 //    Its `raw` events wake the loop too: chokidar throttles its change events to one per path
 //    per 50 ms, so a second swap soon after a first reached the loop only up to 50 ms late
 //    (the benchmark's p99); the raw inotify event of the rename is not held back. A burst of
-//    raw events costs at most one extra pass, because wakes coalesce in the loop.
+//    raw events costs at most one extra pass, because wakes coalesce in the loop. Raw events of
+//    kubelet's own payload entries (the new `..<timestamp>` directory, `..data_tmp`, the old
+//    directory removed) do not wake it: they are the steps of an update before and after its
+//    one visible act, the rename of `..data`, whose own event wakes the loop. Waking for each
+//    made five passes per update where one was needed, and the first of them could run
+//    between the new link and its rename, on the old files.
 //  - a poll every `intervalMs` of each mount's `..data` link (of every file's inode, mtime and
 //    size where there is no `..data`): cheap, no hashing, and it catches what inotify misses (a refused watch, events
 //    coalesced by chokidar's 50 ms throttle, a subPath file with no `..data`). If the kernel
@@ -95,6 +100,10 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
   }, options.intervalMs);
 
   const watched = new Set(options.paths.map(watchedPathOf));
+  // Volumes kubelet maintains: every entry in them but `..data` is left to its rename. chokidar
+  // reads the directory of a watched file at its first event, and would otherwise then report
+  // (and track) every key's link as added: a wake per key at the first update.
+  const volumes = new Set(options.paths.filter((p) => watchedPathOf(p) !== p));
   let watcher: FSWatcher | undefined = watch([...watched], {
     followSymlinks: false,
     ignoreInitial: true,
@@ -103,12 +112,16 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     // new payload directory 0700 (os.MkdirTemp) before it chmods it 0755, so an agent running as
     // another UID that followed it in could be refused (EACCES) and fall back to polling for good.
     depth: 0,
-    ignored: (p: string) => !watched.has(p) && isPayloadEntry(path.basename(p)),
+    ignored: (p: string) =>
+      !watched.has(p) && (isPayloadEntry(path.basename(p)) || volumes.has(path.dirname(p))),
     // `atomic` would hold back unlink events by 100 ms to pair them; the loop re-reads anyway.
     atomic: false,
   });
   watcher.on('all', (event, file) => options.onChange(`${event} ${file}`));
-  watcher.on('raw', (event, file) => options.onChange(`raw ${event} ${String(file)}`));
+  watcher.on('raw', (event, file) => {
+    if (isPayloadEntry(path.basename(String(file)))) return;
+    options.onChange(`raw ${event} ${String(file)}`);
+  });
   watcher.on('error', (error) => {
     options.onPollingOnly(error as Error);
     void watcher?.close();

@@ -70,6 +70,24 @@ describe('watchFiles: inotify alone', () => {
     expect(pollingOnly).toEqual([]);
   });
 
+  it('wakes for the rename of ..data, not for each step of kubelet’s update around it', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(10, 'one') }));
+    start([volume]);
+    await settle();
+    for (const value of ['two', 'three']) {
+      const mark = reasons.length;
+      atomicWrite(volume, configMapPayload({ data: keys(10, value) }));
+      await settle(); // the late events of the update too: chokidar's change of ..data, the old directory removed
+      const woken = reasons.slice(mark);
+      expect(woken.some((r) => r.startsWith('raw'))).toBe(true); // the rename itself, unthrottled
+      // Every wake names ..data, none kubelet's payload entries (..<timestamp>, ..data_tmp).
+      expect(woken.filter((r) => !/[/ ]\.\.data$/.test(r))).toEqual([]);
+    }
+    expect(pollingOnly).toEqual([]);
+  });
+
   it('wakes on a file changed in place, added and removed in a plain directory', async () => {
     const plain = path.join(dir, 'plain');
     fs.mkdirSync(plain);
