@@ -99,11 +99,12 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     }
   }, options.intervalMs);
 
-  const watched = new Set(options.paths.map(watchedPathOf));
+  const targets = options.paths.map((p) => ({ path: p, watched: watchedPathOf(p) }));
+  const watched = new Set(targets.map((t) => t.watched));
   // Volumes kubelet maintains: every entry in them but `..data` is left to its rename. chokidar
   // reads the directory of a watched file at its first event, and would otherwise then report
   // (and track) every key's link as added: a wake per key at the first update.
-  const volumes = new Set(options.paths.filter((p) => watchedPathOf(p) !== p));
+  const volumes = new Set(targets.filter((t) => t.watched !== t.path).map((t) => t.path));
   let watcher: FSWatcher | undefined = watch([...watched], {
     followSymlinks: false,
     ignoreInitial: true,
