@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { definedOnly } from './defined-only.ts';
+import { ndjsonLines } from './ndjson-lines.ts';
 
 /** TLS material of one identity; Buffers or PEM strings as node:tls takes them. */
 export interface TlsIdentity {
@@ -294,27 +295,19 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
           }
           // Newline-delimited JSON: one event per line, split across chunks as it comes.
           response.setEncoding('utf8');
-          let pending = '';
-          response.on('data', (chunk: string) => {
-            pending += chunk;
-            let nl = pending.indexOf('\n');
-            while (nl >= 0) {
-              const line = pending.slice(0, nl).trim();
-              pending = pending.slice(nl + 1);
-              if (line) {
-                let event: WatchEvent;
-                try {
-                  event = JSON.parse(line) as WatchEvent;
-                } catch {
-                  request.destroy();
-                  finish(new Error(`watch ${options.path}: an event that is not JSON`));
-                  return;
-                }
-                onEvent(event);
-              }
-              nl = pending.indexOf('\n');
+          const feed = ndjsonLines((line) => {
+            if (settled) return;
+            let event: WatchEvent;
+            try {
+              event = JSON.parse(line) as WatchEvent;
+            } catch {
+              request.destroy();
+              finish(new Error(`watch ${options.path}: an event that is not JSON`));
+              return;
             }
+            onEvent(event);
           });
+          response.on('data', feed);
           response.on('end', () => finish());
           response.on('error', (error) => finish(error));
           response.on('aborted', () => finish(new Error(`watch ${options.path}: stream aborted`)));
