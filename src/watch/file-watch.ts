@@ -1,26 +1,29 @@
 // Tells the agent when to look at its mounts again. Never decides anything: every signal just
 // wakes the reconcile loop, which re-reads and compares bytes.
 //
-// Two sources of signals:
-//  - chokidar (inotify) on each mount's `..data` link, or on the mount itself where there is
-//    none (a plain directory, a subPath file), with followSymlinks off and no descent into
-//    kubelet's payload directories: kubelet's update is a rename of `..data`, which arrives as a
-//    change of `..data` within milliseconds (watchedPathOf says why not the whole directory).
-//    One watcher for the whole process: inotify instances are scarce on a node (128 per user by
-//    default).
-//    Its `raw` events wake the loop too: chokidar throttles its change events to one per path
-//    per 50 ms, so a second swap soon after a first reached the loop only up to 50 ms late
-//    (the benchmark's p99); the raw inotify event of the rename is not held back. A burst of
-//    raw events costs at most one extra pass, because wakes coalesce in the loop. Raw events of
-//    kubelet's own payload entries (the new `..<timestamp>` directory, `..data_tmp`, the old
-//    directory removed) do not wake it: they are the steps of an update before and after its
-//    one visible act, the rename of `..data`, whose own event wakes the loop. Waking for each
-//    made five passes per update where one was needed, and the first of them could run
-//    between the new link and its rename, on the old files.
+// Three sources of signals:
+//  - a volume kubelet maintains (one with a `..data` link): one inotify watch (node's fs.watch)
+//    on the volume directory, waking the loop for `..data` and for the user-visible entries
+//    (the keys' links), not for kubelet's own payload entries. kubelet's update is the rename of
+//    `..data` (one event, within a millisecond), then the links of keys added or removed; the
+//    steps before and after (the new `..<timestamp>` directory, `..data_tmp`, the old directory
+//    removed) are not news, and waking for each made five passes per update where one was
+//    needed, the first of them possibly between the new link and its rename, on the old files.
+//    Why not chokidar here: it watches a file through its directory, and answered every event
+//    in it by reading the directory again and lstat'ing each entry (about 300 calls of its
+//    filters and path operations per update for 100 keys), on the agent's one thread while the
+//    pass ran, and enough at the first update to have path.normalize compiled by TurboFan for
+//    good (about 5 MiB resident).
+//  - chokidar (inotify) on any other path: a plain directory given with --watch, a subPath
+//    file, with followSymlinks off and no descent. It follows a file replaced by a rename,
+//    which a bare fs.watch of the file would lose. Its raw events wake the loop as well as its
+//    (throttled) change events.
 //  - a poll every `intervalMs` of each mount's `..data` link (of every file's inode, mtime and
-//    size where there is no `..data`): cheap, no hashing, and it catches what inotify misses (a refused watch, events
-//    coalesced by chokidar's 50 ms throttle, a subPath file with no `..data`). If the kernel
-//    refuses inotify, polling is all there is, and that is logged and exported.
+//    size where there is no `..data`): cheap, no hashing, and it catches what inotify misses (a
+//    refused watch, a subPath file with no `..data`). If the kernel refuses inotify, polling is
+//    all there is, and that is logged and exported.
+// The watches are all on one inotify instance of the process (libuv's, shared by every fs.watch):
+// instances are scarce on a node (128 per user by default).
 import fs from 'node:fs';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
@@ -77,14 +80,15 @@ function isPayloadEntry(name: string): boolean {
 }
 
 /**
- * What chokidar watches for `p`: the `..data` link of a volume kubelet maintains, since every
- * update kubelet makes is its rename; otherwise `p` itself (a plain directory, a subPath file).
- * Why not the volume directory: chokidar reads and tracks every entry of a directory it watches,
- * which for a volume of 100 keys cost about 600 path operations at start, enough to have
- * path.normalize compiled by TurboFan (about 5 MiB resident), and a record per entry on the heap.
+ * One inotify watch on a volume kubelet maintains: wakes for `..data` and the keys' links, not
+ * for kubelet's payload entries. An event without a name (the kernel's queue overflowed) wakes
+ * too, since anything may have changed.
  */
-function watchedPathOf(p: string): string {
-  return readDataLink(p) === undefined ? p : path.join(p, DATA_LINK);
+function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
+  return fs.watch(dir, (event, name) => {
+    if (name !== null && isPayloadEntry(name)) return;
+    options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
+  });
 }
 
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
@@ -99,40 +103,44 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     }
   }, options.intervalMs);
 
-  const targets = options.paths.map((p) => ({ path: p, watched: watchedPathOf(p) }));
-  const watched = new Set(targets.map((t) => t.watched));
-  // Volumes kubelet maintains: every entry in them but `..data` is left to its rename. chokidar
-  // reads the directory of a watched file at its first event, and would otherwise then report
-  // (and track) every key's link as added: a wake per key at the first update.
-  const volumes = new Set(targets.filter((t) => t.watched !== t.path).map((t) => t.path));
-  let watcher: FSWatcher | undefined = watch([...watched], {
-    followSymlinks: false,
-    ignoreInitial: true,
-    // The volume directory itself, never the payload directories in it: every update kubelet
-    // makes is the rename of `..data`, an event on the volume directory, and kubelet makes each
-    // new payload directory 0700 (os.MkdirTemp) before it chmods it 0755, so an agent running as
-    // another UID that followed it in could be refused (EACCES) and fall back to polling for good.
-    depth: 0,
-    ignored: (p: string) =>
-      !watched.has(p) && (isPayloadEntry(path.basename(p)) || volumes.has(path.dirname(p))),
-    // `atomic` would hold back unlink events by 100 ms to pair them; the loop re-reads anyway.
-    atomic: false,
-  });
-  watcher.on('all', (event, file) => options.onChange(`${event} ${file}`));
-  watcher.on('raw', (event, file) => {
-    if (isPayloadEntry(path.basename(String(file)))) return;
-    options.onChange(`raw ${event} ${String(file)}`);
-  });
-  watcher.on('error', (error) => {
-    options.onPollingOnly(error as Error);
+  const volumes = options.paths.filter((p) => readDataLink(p) !== undefined);
+  const others = options.paths.filter((p) => !volumes.includes(p));
+  const volumeWatches: fs.FSWatcher[] = [];
+  let watcher: FSWatcher | undefined;
+  let refused = false;
+  // A refused or failed watch: everything falls back to the poll, said once.
+  const fallBack = (error: Error) => {
+    if (!refused) options.onPollingOnly(error);
+    refused = true;
+    for (const w of volumeWatches.splice(0)) w.close();
     void watcher?.close();
     watcher = undefined;
-  });
+  };
+  try {
+    for (const dir of volumes) volumeWatches.push(watchVolume(dir, options).on('error', fallBack));
+  } catch (error) {
+    fallBack(error as Error);
+  }
+  if (!refused && others.length > 0) {
+    watcher = watch(others, {
+      followSymlinks: false,
+      ignoreInitial: true,
+      depth: 0,
+      // `atomic` would hold back unlink events by 100 ms to pair them; the loop re-reads anyway.
+      atomic: false,
+    });
+    watcher.on('all', (event, file) => options.onChange(`${event} ${file}`));
+    // Its raw events too: chokidar throttles its change events to one per path per 50 ms, so a
+    // second change soon after a first would reach the loop up to 50 ms late.
+    watcher.on('raw', (event, file) => options.onChange(`raw ${event} ${String(file)}`));
+    watcher.on('error', (error) => fallBack(error as Error));
+  }
 
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
     signal.addEventListener('abort', () => resolve(), { once: true });
   });
   clearInterval(poll);
+  for (const w of volumeWatches) w.close();
   await watcher?.close();
 }
