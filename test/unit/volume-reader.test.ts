@@ -1,6 +1,7 @@
 // The agent's reader hashes a file again only when it changed: these tests hold it to reading
 // every change (a kubelet update, a file tampered with in place, a key removed) and to reading
 // nothing that did not change. Real files; the only thing watched is how often a file is opened.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -111,5 +112,25 @@ describe('volumeReader', () => {
     read(a, ['k'], false);
     expect(read(b, ['k'], false)).toEqual(readVolume(b, ['k'], false));
     expect(read(a, ['k'], false)).toEqual(readVolume(a, ['k'], false));
+  });
+});
+
+describe('readVolume digests', () => {
+  it('gives each file the SHA-256 and size of its bytes, below, at and above the read buffer (1 MiB)', () => {
+    const mib = 1024 * 1024;
+    const sizes = [0, 1, 10, mib - 1, mib, mib + 1, 3 * mib + 5];
+    const data: Record<string, string> = {};
+    sizes.forEach((size, i) => {
+      // Bytes that differ along the file, so a chunk hashed twice or skipped changes the digest.
+      data[`size-${size}`] = Array.from({ length: size }, (_, k) =>
+        String.fromCharCode(97 + ((k * 7 + i) % 26)),
+      ).join('');
+    });
+    atomicWrite(dir, configMapPayload({ data }));
+    const { files } = readVolume(dir, Object.keys(data), false);
+    for (const [key, value] of Object.entries(data)) {
+      const sha256 = createHash('sha256').update(value).digest('hex');
+      expect(files.get(key), key).toEqual({ sha256, size: value.length });
+    }
   });
 });
