@@ -70,12 +70,17 @@ export interface NodeInfo {
   readonly baseDir: string;
 }
 
-/** Why this machine cannot run the node, or undefined when it can. */
+/**
+ * Why this machine cannot run the node, or undefined when it can. Missing Debian packages do not
+ * count where apt-get can install them: every caller that starts a node runs ensureNodePackages
+ * (test/cluster/node-packages.sh) first. Counting them made a brand-new machine skip every
+ * real-node test, since the check ran before the install.
+ */
 export function nodeUnsupported(): string | undefined {
   if (process.platform !== 'linux') return `the real node needs Linux (this is ${process.platform})`;
   if (process.getuid?.() !== 0) return 'the real node needs root (kubelet, containerd, runc, the bridge)';
-  if (!fs.existsSync('/usr/lib/cni/bridge'))
-    return 'the CNI plugins are missing (test/cluster/node-packages.sh)';
+  if (!fs.existsSync('/usr/lib/cni/bridge') && !fs.existsSync('/usr/bin/apt-get'))
+    return 'the CNI plugins are missing and there is no apt-get to install them (test/cluster/node-packages.sh)';
   return undefined;
 }
 
