@@ -12,7 +12,8 @@
 //  3. start -> ready (/readyz) of the agent, against a bare `node` HTTP server;
 //  4. idle RSS and idle CPU of the agent, against that bare `node` process. The agent runs as it
 //     does in a Pod: in-cluster, as a ServiceAccount with a namespaced Role. A second agent, on
-//     the admin kubeconfig, idles in the same window, for the off-cluster figure;
+//     the admin kubeconfig, idles in the same window, for the off-cluster figure; a third,
+//     whose 1 MiB ConfigMap was updated ten times first, for what an update leaves resident;
 //  5. API requests per agent-hour at idle (config_sync_api_requests_total, watches excluded);
 //  6. file change -> verdict latency: from the kubelet-style `..data` swap (the rename that makes
 //     the new content visible) to the agent's verdict, against raw inotify (fs.watch) seeing
@@ -335,7 +336,7 @@ async function main(): Promise<void> {
         {
           apiGroups: [''],
           resources: ['configmaps'],
-          resourceNames: ['app'],
+          resourceNames: ['app', 'big'],
           verbs: ['get', 'list', 'watch'],
         },
       ],
@@ -426,6 +427,60 @@ async function main(): Promise<void> {
 
     await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
     if (only('idle')) {
+      // The same agent after its config changed: ten updates of a 1 MiB ConfigMap (100 keys),
+      // each made in the API and then on disk, before the idle window. What an update leaves
+      // behind (heap grown for its events, code the update path had compiled) stays resident.
+      const bigData = (tag: string) => {
+        const d: Record<string, string> = {};
+        for (let i = 0; i < 100; i += 1) {
+          const head = `${tag} ${i}\n`;
+          d[`key-${String(i).padStart(3, '0')}.yaml`] = head + 'x'.repeat(10_480 - head.length);
+        }
+        return d;
+      };
+      const bigDir = path.join(work, 'mount-big/etc/app');
+      fs.mkdirSync(bigDir, { recursive: true });
+      atomicWrite(bigDir, configMapPayload({ data: bigData('v0') }));
+      await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: 'big' }, data: bigData('v0') },
+      });
+      const updatedPort = await freeLoopbackPort();
+      const updated = spawnAgent(
+        agentArgs(updatedPort).map((a) =>
+          a === mount
+            ? path.join(work, 'mount-big')
+            : a === '/etc/app=configmap/app'
+              ? '/etc/app=configmap/big'
+              : a,
+        ),
+        inPodEnv(layout, work, namespace),
+      );
+      await ready(updatedPort);
+      await waitFor(() => updated.lines.find((l) => l.state === 'InSync'), {
+        what: 'the updated agent InSync',
+      });
+      const updates = 10;
+      for (let u = 1; u <= updates; u += 1) {
+        const content = bigData(`v${u}`);
+        const seen = updated.lines.length;
+        await core.replaceNamespacedConfigMap({
+          name: 'big',
+          namespace,
+          body: { metadata: { name: 'big' }, data: content },
+        });
+        const propagating = await waitFor(
+          () => {
+            const at = updated.lines.findIndex((l, k) => k >= seen && l.state === 'Propagating');
+            return at >= 0 ? at : undefined;
+          },
+          { what: `update ${u} of the 1 MiB ConfigMap seen in the API` },
+        );
+        atomicWrite(bigDir, configMapPayload({ data: content }));
+        await waitFor(() => updated.lines.slice(propagating).find((l) => l.state === 'InSync'), {
+          what: `update ${u} of the 1 MiB ConfigMap seen on disk`,
+        });
+      }
       log(`idle for ${idleSeconds}s`);
       const before = {
         agent: cpuSeconds(agent.pid as number),
@@ -447,6 +502,8 @@ async function main(): Promise<void> {
       const bareRss = rssMiB(bare.pid as number);
       const offClusterRss = rssMiB(offCluster.pid as number);
       const busyRss = rssMiB(busy.pid as number);
+      const updatedRss = rssMiB(updated.child.pid as number);
+      updated.child.kill('SIGTERM');
       const compares = await fetch(`http://127.0.0.1:${busyPort}/metrics`)
         .then((r) => r.text())
         .then((t) => Number(/^config_sync_duration_seconds_count (\d+)/m.exec(t)?.[1] ?? Number.NaN));
@@ -465,6 +522,14 @@ async function main(): Promise<void> {
         relation: `${signed(busyRss - bareRss)} MiB`,
         target: '<= bare + 15 MiB (issue 13)',
         ok: busyRss - bareRss <= 15,
+      });
+      rows.push({
+        what: `idle RSS, in-cluster, after ${updates} updates of a 1 MiB ConfigMap`,
+        ours: `${fmt(updatedRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss)} MiB`,
+        relation: `${signed(updatedRss - bareRss)} MiB`,
+        target: '(report)',
+        ok: true,
       });
       rows.push({
         what: 'idle RSS, from a kubeconfig',
