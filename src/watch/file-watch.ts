@@ -18,10 +18,13 @@
 //    file, with followSymlinks off and no descent. It follows a file replaced by a rename,
 //    which a bare fs.watch of the file would lose. Its raw events wake the loop as well as its
 //    (throttled) change events.
-//  - a poll every `intervalMs` of each mount's `..data` link (of every file's inode, mtime and
-//    size where there is no `..data`): cheap, no hashing, and it catches what inotify misses (a
-//    refused watch, a subPath file with no `..data`). If the kernel refuses inotify, polling is
-//    all there is, and that is logged and exported.
+//  - once the kernel refuses inotify (or a watch fails), and only then, a poll every
+//    `intervalMs` of each mount's `..data` link (of every file's inode, mtime and size where
+//    there is no `..data`): cheap, no hashing, and logged and exported, since it is then all
+//    there is. While inotify watches, it does not run: the watches above cover every change
+//    kubelet or a person makes, an overflowed inotify queue wakes the loop too, and the loop's
+//    own --resync compares everything anyway. Each poll was a wakeup of the process, and at
+//    the default 2 s they were most of the idle agent's wakeups (strace) and of its idle CPU.
 // The watches are all on one inotify instance of the process (libuv's, shared by every fs.watch):
 // instances are scarce on a node (128 per user by default).
 import fs from 'node:fs';
@@ -92,16 +95,21 @@ function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
 }
 
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
+  // Taken before any watch is set, so the poll, if it has to start later, still sees a change
+  // made while the watches were being set up.
   const signatures = new Map(options.paths.map((p) => [p, statSignature(p)]));
-  const poll = setInterval(() => {
-    for (const p of options.paths) {
-      const now = statSignature(p);
-      if (now !== signatures.get(p)) {
-        signatures.set(p, now);
-        options.onChange(`stat ${p}`);
+  let poll: NodeJS.Timeout | undefined;
+  const startPolling = () => {
+    poll ??= setInterval(() => {
+      for (const p of options.paths) {
+        const now = statSignature(p);
+        if (now !== signatures.get(p)) {
+          signatures.set(p, now);
+          options.onChange(`stat ${p}`);
+        }
       }
-    }
-  }, options.intervalMs);
+    }, options.intervalMs);
+  };
 
   const volumes = options.paths.filter((p) => readDataLink(p) !== undefined);
   const others = options.paths.filter((p) => !volumes.includes(p));
@@ -112,6 +120,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
   const fallBack = (error: Error) => {
     if (!refused) options.onPollingOnly(error);
     refused = true;
+    startPolling();
     for (const w of volumeWatches.splice(0)) w.close();
     void watcher?.close();
     watcher = undefined;

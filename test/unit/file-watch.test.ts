@@ -2,9 +2,11 @@
 // make to what the agent watches. The poll is set to an hour here, so only inotify can pass.
 // Real files on a real file system: the kubelet writer is the test harness's exact copy of
 // kubelet's AtomicWriter.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchFiles } from '../../src/watch/file-watch.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
@@ -29,9 +31,9 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function start(paths: string[]): void {
+function start(paths: string[], intervalMs = HOUR): void {
   done = watchFiles(
-    { paths, intervalMs: HOUR, onChange: (r) => reasons.push(r), onPollingOnly: (e) => pollingOnly.push(e) },
+    { paths, intervalMs, onChange: (r) => reasons.push(r), onPollingOnly: (e) => pollingOnly.push(e) },
     abort.signal,
   );
 }
@@ -142,5 +144,82 @@ describe('watchFiles: inotify alone', () => {
     const mark = reasons.length;
     await new Promise((r) => setTimeout(r, 300));
     expect(reasons.slice(mark)).toEqual([]);
+  });
+});
+
+describe('watchFiles: the stat poll, the fallback when inotify is refused', () => {
+  it('does not poll while inotify watches: a swap wakes the loop by inotify only', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    start([volume], 20);
+    await settle();
+    const mark = reasons.length;
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
+    expect(await wokenSince(mark)).not.toEqual([]);
+    // Ten poll intervals: a running poll would have seen the new ..data link by now.
+    await new Promise((r) => setTimeout(r, 200));
+    const woken = reasons.slice(mark);
+    expect(woken.filter((r) => r.startsWith('inotify '))).not.toEqual([]);
+    expect(woken.filter((r) => r.startsWith('stat '))).toEqual([]);
+    expect(pollingOnly).toEqual([]);
+  });
+
+  // The kernel's refusal for real: in a user namespace of its own (`unshare -U -r`) the child
+  // may set its inotify instance limit to 0, and node's fs.watch then fails with EMFILE, as it
+  // does on a node whose user ran out of fs.inotify.max_user_instances.
+  it('says inotify was refused and catches a ..data swap by polling', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    const module = fileURLToPath(new URL('../../src/watch/file-watch.ts', import.meta.url));
+    const script = [
+      `const { watchFiles } = await import(${JSON.stringify(module)});`,
+      'const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");',
+      `void watchFiles({ paths: [${JSON.stringify(volume)}], intervalMs: 50,`,
+      '  onChange: (r) => say(r), onPollingOnly: (e) => say("refused " + e.code) },',
+      '  new AbortController().signal);',
+      'say("started");',
+    ].join('\n');
+    const child = spawn(
+      'unshare',
+      [
+        '-U',
+        '-r',
+        'sh',
+        '-c',
+        'echo 0 > /proc/sys/user/max_inotify_instances && exec "$0" --input-type=module -e "$1"',
+        process.execPath,
+        script,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const lines: string[] = [];
+    let stderr = '';
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      for (const part of parts) lines.push(JSON.parse(part) as string);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const until = async (what: (l: string) => boolean) => {
+      const deadline = Date.now() + 5000;
+      while (!lines.some(what) && Date.now() < deadline && child.exitCode === null)
+        await new Promise((r) => setTimeout(r, 10));
+      return lines.some(what);
+    };
+    try {
+      expect(await until((l) => l === 'started'), `child said: ${stderr}`).toBe(true);
+      expect(lines).toContain('refused EMFILE');
+      atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
+      expect(await until((l) => l === `stat ${volume}`), `child said: ${stderr}`).toBe(true);
+      expect(lines.filter((l) => l.startsWith('inotify '))).toEqual([]);
+    } finally {
+      child.kill();
+    }
   });
 });
