@@ -342,13 +342,13 @@ async function main(): Promise<void> {
       ],
     });
     const layout = layInClusterDir(path.join(work, 'pod'), plane.info, { token: identity.token, namespace });
-    const agentArgs = (port: number) => [
+    const agentArgs = (port: number, watch = '/etc/app=configmap/app', mountRoot = mount) => [
       bin,
       'agent',
       '--watch',
-      '/etc/app=configmap/app',
+      watch,
       '--mount-root',
-      mount,
+      mountRoot,
       '--grace',
       '10m',
       '--listen',
@@ -447,13 +447,7 @@ async function main(): Promise<void> {
       });
       const updatedPort = await freeLoopbackPort();
       const updated = spawnAgent(
-        agentArgs(updatedPort).map((a) =>
-          a === mount
-            ? path.join(work, 'mount-big')
-            : a === '/etc/app=configmap/app'
-              ? '/etc/app=configmap/big'
-              : a,
-        ),
+        agentArgs(updatedPort, '/etc/app=configmap/big', path.join(work, 'mount-big')),
         inPodEnv(layout, work, namespace),
       );
       await ready(updatedPort);

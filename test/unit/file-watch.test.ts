@@ -1,5 +1,6 @@
 // The file watch must wake the loop, by inotify alone, for every change kubelet or a person can
-// make to what the agent watches. The poll is set to an hour here, so only inotify can pass.
+// make to what the agent watches. The poll runs only once inotify is refused; the last block
+// holds it to that, the refusal made real in a user namespace of its own.
 // Real files on a real file system: the kubelet writer is the test harness's exact copy of
 // kubelet's AtomicWriter.
 import { spawn } from 'node:child_process';
@@ -7,9 +8,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { watchFiles } from '../../src/watch/file-watch.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
+import { waitFor } from '../cluster/wait.ts';
 
 const HOUR = 3_600_000;
 
@@ -26,6 +28,7 @@ beforeEach(() => {
   pollingOnly = [];
 });
 afterEach(async () => {
+  vi.useRealTimers();
   abort.abort();
   await done;
   fs.rmSync(dir, { recursive: true, force: true });
@@ -152,13 +155,15 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    // The poll's clock is faked (inotify's events are real), so ten of its intervals pass at
+    // once, with no sleep: a running poll would see the new ..data link in the first.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     start([volume], 20);
     await settle();
     const mark = reasons.length;
     atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
     expect(await wokenSince(mark)).not.toEqual([]);
-    // Ten poll intervals: a running poll would have seen the new ..data link by now.
-    await new Promise((r) => setTimeout(r, 200));
+    vi.advanceTimersByTime(200);
     const woken = reasons.slice(mark);
     expect(woken.filter((r) => r.startsWith('inotify '))).not.toEqual([]);
     expect(woken.filter((r) => r.startsWith('stat '))).toEqual([]);
@@ -206,17 +211,18 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
-    const until = async (what: (l: string) => boolean) => {
-      const deadline = Date.now() + 5000;
-      while (!lines.some(what) && Date.now() < deadline && child.exitCode === null)
-        await new Promise((r) => setTimeout(r, 10));
-      return lines.some(what);
-    };
+    const said = (line: string) =>
+      waitFor(() => lines.includes(line), {
+        what: `the child to say ${JSON.stringify(line)}`,
+        timeoutMs: 5000,
+        intervalMs: 10,
+        abortIf: () => (child.exitCode === null ? undefined : `it exited ${child.exitCode}: ${stderr}`),
+      });
     try {
-      expect(await until((l) => l === 'started'), `child said: ${stderr}`).toBe(true);
+      await said('started');
       expect(lines).toContain('refused EMFILE');
       atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
-      expect(await until((l) => l === `stat ${volume}`), `child said: ${stderr}`).toBe(true);
+      await said(`stat ${volume}`);
       expect(lines.filter((l) => l.startsWith('inotify '))).toEqual([]);
     } finally {
       child.kill();
