@@ -379,13 +379,22 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       cache.start(signal, (ref, error) => log.error({ source: refKey(ref) }, error.message)),
     ];
     const paths = rt.targets.flatMap((t) => (t.type === 'volume' ? [rt.agentPath(t.mountPath)] : []));
+    // The first pass waits for the file watches as well as the API's view: a change made
+    // between a first pass and a watch set up after it would wait for the next --resync.
+    let watchesReady = Promise.resolve();
     if (paths.length > 0) {
+      let setReady = () => {};
+      watchesReady = new Promise<void>((resolve) => {
+        setReady = resolve;
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
       tasks.push(
         watchFiles(
           {
             paths,
             intervalMs: options.pollMs,
             onChange: () => wakeup.wake(),
+            onReady: () => setReady(),
             onPollingOnly: (error) => {
               metrics.filePolling.set(1);
               log.warn({ err: error.message }, 'inotify refused: watching files by polling only');
@@ -398,7 +407,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     await runLoop(
       {
         wakeup,
-        synced: () => cache.waitForSync((ms) => wakeup.sleep(ms, signal), signal),
+        synced: async () => {
+          await watchesReady;
+          await cache.waitForSync((ms) => wakeup.sleep(ms, signal), signal);
+        },
         reconcile,
         resyncMs: options.resyncMs,
         clock,

@@ -38,6 +38,12 @@ export interface FileWatchOptions {
   readonly intervalMs: number;
   readonly onChange: (reason: string) => void;
   readonly onPollingOnly: (error: Error) => void;
+  /**
+   * Called once, when every watch is in place (or the poll has taken over): a change made after
+   * it is seen. chokidar sets its watches up asynchronously, so a first pass of the loop made
+   * before this could miss a change made between that pass and the watch.
+   */
+  readonly onReady?: () => void;
 }
 
 /**
@@ -116,11 +122,17 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
   const volumeWatches: fs.FSWatcher[] = [];
   let watcher: FSWatcher | undefined;
   let refused = false;
+  let isReady = false;
+  const ready = () => {
+    if (!isReady) options.onReady?.();
+    isReady = true;
+  };
   // A refused or failed watch: everything falls back to the poll, said once.
   const fallBack = (error: Error) => {
     if (!refused) options.onPollingOnly(error);
     refused = true;
     startPolling();
+    ready();
     for (const w of volumeWatches.splice(0)) w.close();
     void watcher?.close();
     watcher = undefined;
@@ -143,6 +155,9 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     // second change soon after a first would reach the loop up to 50 ms late.
     watcher.on('raw', (event, file) => options.onChange(`raw ${event} ${String(file)}`));
     watcher.on('error', (error) => fallBack(error as Error));
+    watcher.on('ready', ready);
+  } else {
+    ready();
   }
 
   await new Promise<void>((resolve) => {

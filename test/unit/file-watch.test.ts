@@ -20,37 +20,79 @@ let abort: AbortController;
 let done: Promise<void>;
 let reasons: string[];
 let pollingOnly: Error[];
+let barrierWatch: fs.FSWatcher;
+let barriersSeen: Set<string>;
 
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'file-watch-'));
   abort = new AbortController();
   reasons = [];
   pollingOnly = [];
+  barriersSeen = new Set();
+  fs.mkdirSync(path.join(dir, 'barrier'));
+  barrierWatch = fs.watch(path.join(dir, 'barrier'), (_event, name) => {
+    if (name !== null) barriersSeen.add(name);
+  });
 });
 afterEach(async () => {
   vi.useRealTimers();
+  barrierWatch.close();
   abort.abort();
   await done;
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function start(paths: string[], intervalMs = HOUR): void {
+/** Starts the watch; resolves once every watch is in place (its onReady). */
+async function start(paths: string[], intervalMs = HOUR): Promise<void> {
+  let ready = false;
   done = watchFiles(
-    { paths, intervalMs, onChange: (r) => reasons.push(r), onPollingOnly: (e) => pollingOnly.push(e) },
+    {
+      paths,
+      intervalMs,
+      onChange: (r) => reasons.push(r),
+      onPollingOnly: (e) => pollingOnly.push(e),
+      onReady: () => {
+        ready = true;
+      },
+    },
     abort.signal,
   );
+  await waitFor(() => ready, { what: 'the watches to be set up', timeoutMs: 5000, intervalMs: 5 });
+}
+
+/**
+ * Resolves once every inotify event of what the test did before it has reached the watch.
+ * All of node's fs.watch handles share the process's one inotify instance, whose queue keeps
+ * the order of events: once the event of a directory made now in a directory of the test's own
+ * is seen, the events before it have been handed out too. Returns reasons.length at that point.
+ * (Not a barrier for chokidar's own change events, which it emits after a stat of its own.)
+ */
+let barriers = 0;
+async function barrier(): Promise<number> {
+  barriers += 1;
+  const name = `b-${barriers}`;
+  fs.mkdirSync(path.join(dir, 'barrier', name));
+  await waitFor(() => barriersSeen.has(name), {
+    what: `the event of ${name}`,
+    timeoutMs: 3000,
+    intervalMs: 5,
+  });
+  return reasons.length;
 }
 
 /** Waits until the watch has woken the loop since `mark` (an index into reasons). */
-async function wokenSince(mark: number, timeoutMs = 3000): Promise<string[]> {
-  const until = Date.now() + timeoutMs;
-  while (reasons.length === mark && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+async function wokenSince(mark: number): Promise<string[]> {
+  await waitFor(() => reasons.length > mark, { what: 'a wake', timeoutMs: 3000, intervalMs: 5 });
   return reasons.slice(mark);
 }
 
-/** Lets the watcher set up and any initial events settle, so each step sees only its own. */
-async function settle(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 300));
+/** Waits until the watch has woken the loop with a reason that ends with `suffix`, since `mark`. */
+async function wokenFor(mark: number, suffix: string): Promise<void> {
+  await waitFor(() => reasons.slice(mark).some((r) => r.endsWith(suffix)), {
+    what: `a wake for ${suffix} (woken: ${JSON.stringify(reasons.slice(mark))})`,
+    timeoutMs: 3000,
+    intervalMs: 5,
+  });
 }
 
 function keys(n: number, value: string): Record<string, string> {
@@ -62,8 +104,7 @@ describe('watchFiles: inotify alone', () => {
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(100, 'one') }));
-    start([volume]);
-    await settle();
+    await start([volume]);
     for (const value of ['two', 'three']) {
       const mark = reasons.length;
       atomicWrite(volume, configMapPayload({ data: keys(100, value) }));
@@ -79,16 +120,15 @@ describe('watchFiles: inotify alone', () => {
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    start([volume]);
-    await settle();
+    await start([volume]);
     let mark = reasons.length;
     atomicWrite(volume, configMapPayload({ data: { ...keys(3, 'one'), added: 'x' } }));
-    await settle();
-    expect(reasons.slice(mark).filter((r) => r.endsWith('/added'))).not.toEqual([]);
-    mark = reasons.length;
+    let end = await barrier();
+    expect(reasons.slice(mark, end).filter((r) => r.endsWith('/added'))).not.toEqual([]);
+    mark = end;
     atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    await settle();
-    expect(reasons.slice(mark).filter((r) => r.endsWith('/added'))).not.toEqual([]);
+    end = await barrier();
+    expect(reasons.slice(mark, end).filter((r) => r.endsWith('/added'))).not.toEqual([]);
     expect(pollingOnly).toEqual([]);
   });
 
@@ -96,13 +136,12 @@ describe('watchFiles: inotify alone', () => {
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(10, 'one') }));
-    start([volume]);
-    await settle();
+    await start([volume]);
     for (const value of ['two', 'three']) {
       const mark = reasons.length;
       atomicWrite(volume, configMapPayload({ data: keys(10, value) }));
-      await settle(); // the late events of the update too: the old directory removed
-      const woken = reasons.slice(mark);
+      // every event of the update, the late ones too (the old directory removed)
+      const woken = reasons.slice(mark, await barrier());
       // The rename, once, and no wake for kubelet's payload entries (..<timestamp>, ..data_tmp).
       expect(woken).toEqual([`inotify rename ${volume}/..data`]);
     }
@@ -113,40 +152,41 @@ describe('watchFiles: inotify alone', () => {
     const plain = path.join(dir, 'plain');
     fs.mkdirSync(plain);
     fs.writeFileSync(path.join(plain, 'app.yaml'), 'a: 1\n');
-    start([plain]);
-    await settle();
+    await start([plain]);
+    // chokidar's own event for each change (emitted after a stat of its own, so after its raw
+    // event): each step waits for the one only it can cause.
     let mark = reasons.length;
     fs.writeFileSync(path.join(plain, 'app.yaml'), 'a: 2\n');
-    expect(await wokenSince(mark)).not.toEqual([]);
-    await settle();
+    await wokenFor(mark, `change ${path.join(plain, 'app.yaml')}`);
     mark = reasons.length;
     fs.writeFileSync(path.join(plain, 'new.yaml'), 'b: 1\n');
-    expect(await wokenSince(mark)).not.toEqual([]);
-    await settle();
+    await wokenFor(mark, `add ${path.join(plain, 'new.yaml')}`);
     mark = reasons.length;
     fs.rmSync(path.join(plain, 'new.yaml'));
-    expect(await wokenSince(mark)).not.toEqual([]);
+    await wokenFor(mark, `unlink ${path.join(plain, 'new.yaml')}`);
   });
 
   it('wakes on a subPath file written in place', async () => {
     const file = path.join(dir, 'app.conf');
     fs.writeFileSync(file, 'one');
-    start([file]);
-    await settle();
+    await start([file]);
     const mark = reasons.length;
     fs.writeFileSync(file, 'two');
     expect(await wokenSince(mark)).not.toEqual([]);
   });
 
-  it('stays quiet when nothing changes', async () => {
+  it('stays quiet while the volume is only read, as every pass reads it', async () => {
+    // A read that woke the loop would make every pass wake the next one: the agent would never
+    // idle. The events of the reads, if any, come before the barrier's.
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    start([volume]);
-    await settle();
+    await start([volume]);
     const mark = reasons.length;
-    await new Promise((r) => setTimeout(r, 300));
-    expect(reasons.slice(mark)).toEqual([]);
+    for (const key of Object.keys(keys(3, 'one'))) fs.readFileSync(path.join(volume, key));
+    fs.readdirSync(volume);
+    fs.readlinkSync(path.join(volume, '..data'));
+    expect(reasons.slice(mark, await barrier())).toEqual([]);
   });
 });
 
@@ -158,8 +198,7 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     // The poll's clock is faked (inotify's events are real), so ten of its intervals pass at
     // once, with no sleep: a running poll would see the new ..data link in the first.
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    start([volume], 20);
-    await settle();
+    await start([volume], 20);
     const mark = reasons.length;
     atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
     expect(await wokenSince(mark)).not.toEqual([]);
@@ -182,7 +221,7 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
       `const { watchFiles } = await import(${JSON.stringify(module)});`,
       'const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");',
       `void watchFiles({ paths: [${JSON.stringify(volume)}], intervalMs: 50,`,
-      '  onChange: (r) => say(r), onPollingOnly: (e) => say("refused " + e.code) },',
+      '  onChange: (r) => say(r), onPollingOnly: (e) => say("refused " + e.code), onReady: () => say("ready") },',
       '  new AbortController().signal);',
       'say("started");',
     ].join('\n');
@@ -221,6 +260,7 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     try {
       await said('started');
       expect(lines).toContain('refused EMFILE');
+      expect(lines).toContain('ready'); // the poll has taken over: the agent's first pass may run
       atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
       await said(`stat ${volume}`);
       expect(lines.filter((l) => l.startsWith('inotify '))).toEqual([]);
