@@ -5,12 +5,11 @@
 // scripts (npm run demo) use it too.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
-import type { ControlPlaneInfo } from './control-plane.ts';
+import { type ControlPlaneInfo, podsDirOf } from './control-plane.ts';
 import { createServiceAccountIdentity } from './identities.ts';
 import { layInClusterDir, podEnv } from './in-cluster.ts';
 import { atomicWrite, configMapPayload } from './kubelet-volume.ts';
@@ -126,7 +125,10 @@ export async function prepareAgentPod(
 ): Promise<AppPod> {
   const pod = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name, namespace });
   const uid = pod.metadata?.uid ?? '';
-  const mountRoot = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
+  // Removed with the control plane (a run makes dozens, each holding a token).
+  const podsDir = podsDirOf(info);
+  fs.mkdirSync(podsDir, { recursive: true, mode: 0o755 });
+  const mountRoot = fs.mkdtempSync(path.join(podsDir, `${name}-`));
   writeMount(mountRoot, data);
   const id = await createServiceAccountIdentity(admin, {
     namespace,

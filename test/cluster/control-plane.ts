@@ -78,10 +78,29 @@ export interface StartOptions {
 
 const DIR_PREFIX = 'config-sync-cp-';
 const OWNER_FILE = 'owner.pid';
+const PODS_SUFFIX = '-pods';
 export const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
+
+/**
+ * Where the harness lays out the simulated Pods of a control plane (test/cluster/app.ts): beside
+ * its data directory, not in it, since the data directory is private to root (0700: it holds the
+ * cluster's keys) and an agent run as a non-root UID must reach its Pod's files. Each Pod's
+ * directory holds a token; it goes with the data directory when the plane stops or is swept.
+ */
+export function podsDirOf(info: { readonly dataDir: string }): string {
+  return `${info.dataDir}${PODS_SUFFIX}`;
+}
 
 /** Removes data directories left by harness runs whose process no longer exists. */
 function sweepStaleDataDirs(baseDir: string): void {
+  // A Pods directory whose data directory is gone (stopped or swept below) goes too.
+  const sweepPods = () => {
+    for (const name of readdirSync(baseDir)) {
+      if (!name.startsWith(DIR_PREFIX) || !name.endsWith(PODS_SUFFIX)) continue;
+      if (!existsSync(path.join(baseDir, name.slice(0, -PODS_SUFFIX.length))))
+        rmSync(path.join(baseDir, name), { recursive: true, force: true });
+    }
+  };
   for (const name of readdirSync(baseDir)) {
     if (!name.startsWith(DIR_PREFIX)) continue;
     const dir = path.join(baseDir, name);
@@ -93,6 +112,7 @@ function sweepStaleDataDirs(baseDir: string): void {
     }
     if (owner > 0 && !isAlive(owner)) rmSync(dir, { recursive: true, force: true });
   }
+  sweepPods();
 }
 
 /** Whether process `pid` exists (EPERM: it does, but is not ours to signal). */
@@ -423,7 +443,9 @@ export class ControlPlane {
     this.stopped = true;
     for (const c of [...this.components].reverse()) await c.stop();
     process.removeListener('exit', this.onExit);
-    if (!this.keepData) rmSync(this.info.dataDir, { recursive: true, force: true });
+    if (this.keepData) return;
+    rmSync(this.info.dataDir, { recursive: true, force: true });
+    rmSync(podsDirOf(this.info), { recursive: true, force: true });
   }
 }
 
