@@ -69,6 +69,59 @@ import { freeLoopbackPort } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
 
 const runAsync = promisify(execFile);
+/**
+ * The environment the image gives the agent: its Dockerfile's ENV lines (NODE_OPTIONS, the
+ * malloc settings), but PATH. The bench runs the agent, and every bare `node` it is compared
+ * with, under it, as the image runs them.
+ */
+function imageEnv(): Record<string, string> {
+  const dockerfile = fs.readFileSync(path.join(import.meta.dirname, '../deploy/image/Dockerfile'), 'utf8');
+  const env: Record<string, string> = {};
+  for (const [, name, value] of dockerfile.matchAll(/^ENV ([A-Za-z_][A-Za-z0-9_]*)=(\S+)$/gm))
+    if (name && value !== undefined && name !== 'PATH') env[name] = value;
+  if (env.NODE_OPTIONS !== SIDECAR_NODE_OPTIONS)
+    throw new Error(
+      `deploy/image/Dockerfile sets NODE_OPTIONS=${env.NODE_OPTIONS ?? '(none)'}, the injected sidecar ${SIDECAR_NODE_OPTIONS} (src/inject/sidecar.ts): make them agree`,
+    );
+  return env;
+}
+
+/**
+ * The sidecar's runtime environment, given to the agent and to every bare `node` baseline alike:
+ * the image's (above), and BENCH_SIDECAR_ENV (a JSON object of environment variables, its
+ * NODE_OPTIONS appended to the image's) to measure a candidate setting of the image, e.g.
+ * BENCH_SIDECAR_ENV='{"MALLOC_ARENA_MAX":"2","NODE_OPTIONS":"--v8-pool-size=1"}'. Not on the
+ * real node, whose rows run the image as shipped.
+ */
+const sidecarEnv: Record<string, string> = (() => {
+  const image = imageEnv();
+  const raw = process.env.BENCH_SIDECAR_ENV;
+  let extra: Record<string, string> = {};
+  if (raw) {
+    try {
+      extra = JSON.parse(raw) as Record<string, string>;
+    } catch (error) {
+      throw new Error(
+        `BENCH_SIDECAR_ENV is not JSON (${(error as Error).message}); give an object, e.g. '{"MALLOC_ARENA_MAX":"2"}'`,
+      );
+    }
+    if (
+      typeof extra !== 'object' ||
+      extra === null ||
+      Array.isArray(extra) ||
+      Object.values(extra).some((v) => typeof v !== 'string')
+    )
+      throw new Error(
+        'BENCH_SIDECAR_ENV must be a JSON object of strings, e.g. \'{"MALLOC_ARENA_MAX":"2"}\'',
+      );
+  }
+  const { NODE_OPTIONS: more, ...rest } = extra;
+  return {
+    ...image,
+    ...rest,
+    NODE_OPTIONS: more ? `${image.NODE_OPTIONS} ${more}` : (image.NODE_OPTIONS as string),
+  };
+})();
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 /**
  * Samples of the reload and restart rows (BENCH_LATENCY_SAMPLES). With 100, p99 was the second
@@ -277,7 +330,7 @@ function spawnAgent(
 ): { child: ReturnType<typeof spawn>; lines: Record<string, unknown>[] } {
   const child = spawn(process.execPath, [...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: SIDECAR_NODE_OPTIONS, ...env },
+    env: { PATH: process.env.PATH ?? '', ...sidecarEnv, ...env },
   });
   const lines: Record<string, unknown>[] = [];
   createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
@@ -363,7 +416,7 @@ async function main(): Promise<void> {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: {
         PATH: process.env.PATH ?? '',
-        NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+        ...sidecarEnv,
         ...inPodEnv(layout, work, namespace),
       },
     });
@@ -373,7 +426,7 @@ async function main(): Promise<void> {
     const bare = spawn(
       process.execPath,
       ['-e', `require('http').createServer((q,s)=>s.end('ok')).listen(${barePort},'127.0.0.1')`],
-      { stdio: 'ignore', env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: SIDECAR_NODE_OPTIONS } },
+      { stdio: 'ignore', env: { PATH: process.env.PATH ?? '', ...sidecarEnv } },
     );
     await ready(barePort);
     const bareStart = performance.now() - t1;
@@ -383,7 +436,7 @@ async function main(): Promise<void> {
       [...agentArgs(offClusterPort), '--kubeconfig', plane.info.adminKubeconfig, '--namespace', namespace],
       {
         stdio: 'ignore',
-        env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: SIDECAR_NODE_OPTIONS, HOME: work },
+        env: { PATH: process.env.PATH ?? '', ...sidecarEnv, HOME: work },
       },
     );
     await ready(offClusterPort);
@@ -397,7 +450,7 @@ async function main(): Promise<void> {
       stdio: 'ignore',
       env: {
         PATH: process.env.PATH ?? '',
-        NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+        ...sidecarEnv,
         ...inPodEnv(layout, work, namespace),
       },
     });
@@ -699,7 +752,7 @@ async function main(): Promise<void> {
         [path.join(import.meta.dirname, 'baselines/raw-reload.mjs'), reloadDir, `${serverUrl}/raw`],
         {
           stdio: ['ignore', 'pipe', 'inherit'],
-          env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: SIDECAR_NODE_OPTIONS },
+          env: { PATH: process.env.PATH ?? '', ...sidecarEnv },
         },
       );
       await new Promise((resolve) => rawReloader.stdout.once('data', resolve));
@@ -840,7 +893,7 @@ async function main(): Promise<void> {
           stdio: ['ignore', 'pipe', 'inherit'],
           env: {
             PATH: process.env.PATH ?? '',
-            NODE_OPTIONS: SIDECAR_NODE_OPTIONS,
+            ...sidecarEnv,
             RAW_RESTART: JSON.stringify({
               server: kc.getCurrentCluster()?.server,
               tls: { ca: admin.ca?.toString(), cert: admin.cert?.toString(), key: admin.key?.toString() },
@@ -994,6 +1047,8 @@ async function onRealNode(): Promise<void> {
     log(`no real-node measures: ${why}`);
     return;
   }
+  if (process.env.BENCH_SIDECAR_ENV)
+    log('BENCH_SIDECAR_ENV is not applied on the real node: its rows run the image as shipped');
   log('starting a control plane and a real node');
   ensureNodePackages();
   const nodeWork = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-bench-node-'));
