@@ -62,6 +62,7 @@ it('is a non-root image whose entrypoint is the CLI', () => {
     Cmd: ['agent'],
   });
   expect(config.Env).toContain('NODE_OPTIONS=--max-semi-space-size=1');
+  expect(config.Env).toContain('MALLOC_MMAP_THRESHOLD_=131072');
   const c = container();
   const out = buildah(
     'run',
