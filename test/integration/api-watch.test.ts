@@ -4,9 +4,6 @@
 // proxy (test/cluster/api-proxy.ts): a broken connection makes the cached copy "not live" at
 // once and a fresh list makes it live again; a 410 Gone relists at once, even after an outage
 // that grew the backoff.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../src/kube/client.ts';
@@ -15,6 +12,7 @@ import { SourceWatch } from '../../src/watch/api-watch.ts';
 import { ApiProxy } from '../cluster/api-proxy.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, useNamespace } from './support.ts';
 
@@ -34,7 +32,7 @@ beforeAll(async () => {
       { apiGroups: [''], resources: ['configmaps'], resourceNames: ['app'], verbs: ['get', 'list', 'watch'] },
     ],
   });
-  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'api-watch-')), controlPlane(), {
+  layout = layInClusterDir(tempDir('api-watch-'), controlPlane(), {
     token: agent.token,
     namespace: ns.name,
   });

@@ -3,7 +3,6 @@
 // clients and leak no sockets or file descriptors (scenario S6).
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import type { ConfigSyncError } from '../../src/errors.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, rejection, useNamespace } from './support.ts';
 
@@ -47,7 +47,7 @@ beforeAll(async () => {
     rules,
     boundPodName: 'agent-a',
   });
-  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'client-')), controlPlane(), {
+  layout = layInClusterDir(tempDir('client-'), controlPlane(), {
     token: agent.token,
     namespace: ns.name,
   });
@@ -83,7 +83,7 @@ describe('service-account token rotation', () => {
 });
 
 function createKubeClientWithToken(token: string): Promise<KubeClient> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'token-'));
+  const root = tempDir('token-');
   return inClusterClient(layInClusterDir(root, controlPlane(), { token, namespace: ns.name }), ns.name);
 }
 
@@ -206,7 +206,7 @@ describe('a kubeconfig whose user runs an exec credential plugin', () => {
       name: 'exec-reader',
       rules,
     });
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'client-exec-'));
+    const dir = tempDir('client-exec-');
     const plugin = path.join(dir, 'plugin.sh');
     fs.writeFileSync(
       plugin,

@@ -2,8 +2,6 @@
 // server-side, with no warnings; Pods admitted; and the agent in such a Pod finds the app's
 // targets and has exactly the permissions it needs.
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +9,7 @@ import { discoverTargets } from '../../src/discover/targets.ts';
 import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
@@ -99,7 +98,7 @@ describe('kubectl apply -k deploy/sidecar into a Pod Security "restricted" names
       existingServiceAccount: true,
       bindToPod: { name, uid: pod.metadata?.uid ?? '' },
     });
-    const layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-')), controlPlane(), {
+    const layout = layInClusterDir(tempDir('deploy-'), controlPlane(), {
       token: id.token,
       namespace: ns.name,
     });

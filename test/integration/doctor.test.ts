@@ -6,7 +6,6 @@ import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +13,7 @@ import { bin } from '../cluster/app.ts';
 import { writeKubeconfig } from '../cluster/control-plane.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
@@ -44,7 +44,7 @@ let agent: Identity;
 let tmp: string;
 
 beforeAll(async () => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'doctor-'));
+  tmp = tempDir('doctor-');
   const core = ns.admin.makeApiClient(CoreV1Api);
   await core.createNamespacedConfigMap({
     namespace: ns.name,

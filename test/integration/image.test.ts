@@ -4,7 +4,6 @@
 // the host network, so 127.0.0.1 is the control plane.)
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { CoreV1Api } from '@kubernetes/client-node';
@@ -13,6 +12,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { root } from '../cluster/app.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
@@ -84,7 +84,7 @@ it('runs the agent in sync against the control plane, with a read-only config vo
     namespace: ns.name,
     body: { metadata: { name: 'app' }, data: { 'app.yaml': 'level: info\n' } },
   });
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'image-'));
+  const work = tempDir('image-');
   const mount = path.join(work, 'etc-app');
   fs.mkdirSync(mount);
   atomicWrite(mount, configMapPayload({ data: { 'app.yaml': 'level: info\n' } }));

@@ -2,8 +2,6 @@
 // its job with exactly these grants (doctor says ok), and nothing beyond them: no unrelated
 // Secret, no other Pod, no other Deployment, no change to its own Pod's spec or labels.
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +10,7 @@ import type { Scope } from '../../src/kube/scope.ts';
 import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
 import { applyRbac, firstPod } from './support-app.ts';
 
@@ -82,7 +81,7 @@ beforeAll(async () => {
     existingServiceAccount: true,
     bindToPod: webPod,
   });
-  layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'rbac-')), controlPlane(), {
+  layout = layInClusterDir(tempDir('rbac-'), controlPlane(), {
     token: agent.token,
     namespace: ns.name,
   });

@@ -4,9 +4,6 @@
 // (a rolling workload's status is updated all the time); a sibling's restart refuses it, as a
 // conflict to re-plan; a patch the server refuses for any other reason is an error, never a
 // conflict (which would re-plan and send it again forever).
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { restartWorkload } from '../../src/heal/executor.ts';
@@ -16,6 +13,7 @@ import { ANNOTATION } from '../../src/kube/annotations.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { controlPlane, inClusterClient, useNamespace } from './support.ts';
 import { applyRbac, firstPod, webDeployment } from './support-app.ts';
 
@@ -39,7 +37,7 @@ beforeAll(async () => {
     existingServiceAccount: true,
     bindToPod: pod,
   });
-  const layout = layInClusterDir(fs.mkdtempSync(path.join(os.tmpdir(), 'restart-patch-')), controlPlane(), {
+  const layout = layInClusterDir(tempDir('restart-patch-'), controlPlane(), {
     token: agent.token,
     namespace: ns.name,
   });

@@ -5,16 +5,16 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inClusterConnection } from '../../src/kube/in-cluster-connection.ts';
 import { readVolume } from '../../src/read/volume.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/config-sync.js');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bad-input-'));
+const tmp = tempDir('bad-input-');
 
 function run(args: string[], env: Record<string, string> = {}, input?: string) {
   const res = spawnSync(process.execPath, [bin, ...args], {

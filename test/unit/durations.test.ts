@@ -1,13 +1,13 @@
 // Duration settings: parsed, kept inside a sane range, and any error names the value where the
 // user gave it (flag, environment variable, config file), never a flag that was not given.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentSettings } from '../../src/config/agent-config.ts';
 import { durationMs, durationSetting } from '../../src/config/durations.ts';
 import { resolveSettings } from '../../src/config/settings.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 
 function settle(args: string[], env: Record<string, string> = {}) {
   return resolveSettings('check', agentSettings, args, env);
@@ -67,7 +67,7 @@ describe('durationSetting', () => {
   });
 
   it('names the config file a bad value came from', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'durations-')), 'config.yaml');
+    const file = path.join(tempDir('durations-'), 'config.yaml');
     fs.writeFileSync(file, 'grace: -5s\n');
     const error = failure(() => durationSetting('check', settle(['--config', file]), 'grace'));
     expect(error.message).toBe(

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -13,6 +12,7 @@ import {
   triggerReload,
 } from '../../src/heal/reload.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 
 const v = (state: Verdict['state']): Verdict => ({
   target: 'app:/etc/app',
@@ -71,7 +71,7 @@ describe('triggerReload over HTTP', () => {
 
 describe('findProcess (a shared PID namespace)', () => {
   it('matches comm or the basename of argv[0]', () => {
-    const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'proc-'));
+    const proc = tempDir('proc-');
     const add = (pid: number, comm: string, argv0: string) => {
       fs.mkdirSync(path.join(proc, String(pid)));
       fs.writeFileSync(path.join(proc, String(pid), 'comm'), `${comm}\n`);

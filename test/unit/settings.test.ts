@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFileSetting, resolveSettings, type SettingDef } from '../../src/config/settings.ts';
 import { parseWatchSpec } from '../../src/discover/watch-spec.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 
 const defs: SettingDef[] = [
   { name: 'namespace', short: 'n', env: 'CONFIG_SYNC_NAMESPACE', type: 'string', description: '' },
@@ -75,7 +75,7 @@ describe('parseWatchSpec', () => {
 describe('the config file layer', () => {
   const withConfig = [configFileSetting, ...defs];
   const file = (text: string) => {
-    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cfg-')), 'config-sync.yaml');
+    const f = path.join(tempDir('cfg-'), 'config-sync.yaml');
     fs.writeFileSync(f, text);
     return f;
   };

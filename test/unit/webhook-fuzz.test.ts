@@ -5,7 +5,6 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
 import { mutatePod } from '../../src/webhook/mutate.ts';
 import { readReview } from '../../src/webhook/review.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/config-sync.js');
@@ -141,7 +141,7 @@ describe('the mutation, pure: never throws, always allows', () => {
 });
 
 describe('the webhook process under hostile bodies', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhook-fuzz-'));
+  const dir = tempDir('webhook-fuzz-');
   const cert = path.join(dir, 'tls.crt');
   const key = path.join(dir, 'tls.key');
   let port: number;
@@ -252,7 +252,7 @@ describe('the webhook process under hostile bodies', () => {
 });
 
 describe('the webhook with a certificate it cannot use', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhook-tls-'));
+  const dir = tempDir('webhook-tls-');
   const pair = (name: string) => {
     const cert = path.join(dir, `${name}.crt`);
     const key = path.join(dir, `${name}.key`);
