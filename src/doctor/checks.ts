@@ -14,7 +14,12 @@ import { controllerOf, podOwnerStep, replicaSetOwnerStep } from '../heal/owner.t
 import { describeRequest } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type AccessNeed, requiredAccess } from '../kube/permissions.ts';
-import { REPLICA_SET, RESTARTABLE_KINDS, type WorkloadKind } from '../kube/resources.ts';
+import {
+  REPLICA_SET,
+  RESTARTABLE_KINDS,
+  type WorkloadKind,
+  workloadNamedByReplicaSet,
+} from '../kube/resources.ts';
 import type { Scope, Sourced } from '../kube/scope.ts';
 
 export interface Problem {
@@ -157,14 +162,12 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
           if (top) ownerChain.push(`${top.kind} ${top.name}`);
           step = replicaSetOwnerStep(rsName, rs.metadata);
         } catch (error) {
-          // The Deployment controller names its ReplicaSets <deployment>-<pod-template-hash> and
-          // labels their Pods with that hash, so the owner can still be named for the matrix.
-          const hash = pod.metadata?.labels?.['pod-template-hash'];
-          const inferred =
-            hash && rsName.endsWith(`-${hash}`) ? rsName.slice(0, -hash.length - 1) : undefined;
+          // The owner can still be named for the matrix, from the ReplicaSet's name and the
+          // hash label on the Pod.
+          const inferred = workloadNamedByReplicaSet(rsName, pod.metadata?.labels);
           if (inferred) {
-            workload = { kind: 'Deployment', name: inferred };
-            ownerChain.push(`Deployment ${inferred} (inferred from the ReplicaSet name)`);
+            workload = inferred;
+            ownerChain.push(`${inferred.kind} ${inferred.name} (inferred from the ReplicaSet name)`);
           }
           reportReadFailure(error, `ReplicaSet ${rsName}`, 'its owner is not confirmed');
         }

@@ -12,6 +12,7 @@
 //  (4) one line per workload: how many Pods in sync, or how many drifted, why, and since when.
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, CONDITION_TYPE } from '../kube/annotations.ts';
+import { workloadNamedByReplicaSet } from '../kube/resources.ts';
 
 export type FleetState = 'InSync' | 'Propagating' | 'Drifted' | 'NoStatus';
 
@@ -61,15 +62,8 @@ export function workloadOf(pod: V1Pod): string {
   const owner = pod.metadata?.ownerReferences?.find((r) => r.controller);
   if (!owner) return '-';
   if (owner.kind !== 'ReplicaSet') return `${owner.kind}/${owner.name}`;
-  const labels = pod.metadata?.labels ?? {};
-  for (const [label, kind] of [
-    ['pod-template-hash', 'Deployment'],
-    ['rollouts-pod-template-hash', 'Rollout'],
-  ] as const) {
-    const hash = labels[label];
-    if (hash && owner.name.endsWith(`-${hash}`)) return `${kind}/${owner.name.slice(0, -hash.length - 1)}`;
-  }
-  return `ReplicaSet/${owner.name}`;
+  const named = workloadNamedByReplicaSet(owner.name, pod.metadata?.labels);
+  return named ? `${named.kind}/${named.name}` : `ReplicaSet/${owner.name}`;
 }
 
 function time(value: string | Date | undefined): number | undefined {

@@ -31,6 +31,11 @@ export interface WorkloadType {
   readonly resource: string;
   /** Its Pods are owned by a ReplicaSet it owns, not by it directly. */
   readonly viaReplicaSet: boolean;
+  /**
+   * For a kind reached through a ReplicaSet: the label its controller puts on the Pods, whose
+   * value is the hash the ReplicaSet's name ends in (`<workload>-<hash>`).
+   */
+  readonly podTemplateHashLabel?: string;
   /** Where its pod template is in the object (every kind here: spec.template). */
   readonly podTemplatePath: readonly string[];
   readonly restart: RestartMethod;
@@ -43,6 +48,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     version: 'v1',
     resource: 'deployments',
     viaReplicaSet: true,
+    podTemplateHashLabel: 'pod-template-hash',
     podTemplatePath: ['spec', 'template'],
     restart: 'template-annotations',
   },
@@ -70,6 +76,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     version: 'v1alpha1',
     resource: 'rollouts',
     viaReplicaSet: true,
+    podTemplateHashLabel: 'rollouts-pod-template-hash',
     podTemplatePath: ['spec', 'template'],
     restart: 'restart-at',
   },
@@ -96,6 +103,24 @@ export function workloadType(
 }
 
 /** "a Deployment, StatefulSet, DaemonSet or Rollout": the kinds config-sync restarts, for messages. */
+/**
+ * The workload that owns a ReplicaSet, named without reading it: the Deployment controller (and
+ * Argo Rollouts') names a ReplicaSet `<workload>-<hash>` and labels its Pods with the hash. For
+ * what is shown (the fleet view; doctor when the ReplicaSet cannot be read), never for what is
+ * restarted: a name is no proof of ownership.
+ */
+export function workloadNamedByReplicaSet(
+  replicaSet: string,
+  podLabels: Readonly<Record<string, string>> | undefined,
+): { readonly kind: WorkloadKind; readonly name: string } | undefined {
+  for (const w of Object.values(WORKLOADS)) {
+    const hash = w.podTemplateHashLabel && podLabels?.[w.podTemplateHashLabel];
+    if (hash && replicaSet.endsWith(`-${hash}`))
+      return { kind: w.kind, name: replicaSet.slice(0, -hash.length - 1) };
+  }
+  return undefined;
+}
+
 export const RESTARTABLE_KINDS = (() => {
   const kinds = Object.keys(WORKLOADS);
   return `${kinds.slice(0, -1).join(', ')} or ${kinds.at(-1)}`;

@@ -10,7 +10,13 @@ import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
 import { ANNOTATION } from '../../src/kube/annotations.ts';
 import { requiredAccess, rulesFor } from '../../src/kube/permissions.ts';
-import { RESTARTABLE_KINDS, WORKLOADS, workloadRef, workloadType } from '../../src/kube/resources.ts';
+import {
+  RESTARTABLE_KINDS,
+  WORKLOADS,
+  workloadNamedByReplicaSet,
+  workloadRef,
+  workloadType,
+} from '../../src/kube/resources.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
 
 const owned = (apiVersion: string, kind: string, name: string) => ({
@@ -237,5 +243,20 @@ spec:
     const result = injectManifests(manifest, 'rollout.yaml', DEFAULT_SIDECAR);
     expect(result.injected).toEqual(['Rollout web']);
     expect(result.output).toContain('name: config-sync');
+  });
+});
+
+describe('a workload named from its ReplicaSet, without reading it (fleet, doctor)', () => {
+  it.each([
+    ['web-5c8f7d', { 'pod-template-hash': '5c8f7d' }, { kind: 'Deployment', name: 'web' }],
+    ['web-5c8f7d', { 'rollouts-pod-template-hash': '5c8f7d' }, { kind: 'Rollout', name: 'web' }],
+    ['my-app-v2-6d4b', { 'pod-template-hash': '6d4b' }, { kind: 'Deployment', name: 'my-app-v2' }],
+    // a hash the name does not end in, a name that is only the hash, no label: not named
+    ['web-5c8f7d', { 'pod-template-hash': 'aaaa' }, undefined],
+    ['5c8f7d', { 'pod-template-hash': '5c8f7d' }, undefined],
+    ['web-5c8f7d', {}, undefined],
+    ['web-5c8f7d', undefined, undefined],
+  ] as const)('%s with labels %j: %j', (replicaSet, labels, named) => {
+    expect(workloadNamedByReplicaSet(replicaSet, labels)).toEqual(named);
   });
 });
