@@ -102,7 +102,6 @@ export function workloadType(
   return Object.values(WORKLOADS).find((w) => w.kind === kind && (group === undefined || w.group === group));
 }
 
-/** "a Deployment, StatefulSet, DaemonSet or Rollout": the kinds config-sync restarts, for messages. */
 /**
  * The workload that owns a ReplicaSet, named without reading it: the Deployment controller (and
  * Argo Rollouts') names a ReplicaSet `<workload>-<hash>` and labels its Pods with the hash. For
@@ -121,6 +120,7 @@ export function workloadNamedByReplicaSet(
   return undefined;
 }
 
+/** "a Deployment, StatefulSet, DaemonSet or Rollout": the kinds config-sync restarts, for messages. */
 export const RESTARTABLE_KINDS = (() => {
   const kinds = Object.keys(WORKLOADS);
   return `${kinds.slice(0, -1).join(', ')} or ${kinds.at(-1)}`;
