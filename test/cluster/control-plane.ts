@@ -93,14 +93,6 @@ export function podsDirOf(info: { readonly dataDir: string }): string {
 
 /** Removes data directories left by harness runs whose process no longer exists. */
 function sweepStaleDataDirs(baseDir: string): void {
-  // A Pods directory whose data directory is gone (stopped or swept below) goes too.
-  const sweepPods = () => {
-    for (const name of readdirSync(baseDir)) {
-      if (!name.startsWith(DIR_PREFIX) || !name.endsWith(PODS_SUFFIX)) continue;
-      if (!existsSync(path.join(baseDir, name.slice(0, -PODS_SUFFIX.length))))
-        rmSync(path.join(baseDir, name), { recursive: true, force: true });
-    }
-  };
   for (const name of readdirSync(baseDir)) {
     if (!name.startsWith(DIR_PREFIX)) continue;
     const dir = path.join(baseDir, name);
@@ -112,7 +104,12 @@ function sweepStaleDataDirs(baseDir: string): void {
     }
     if (owner > 0 && !isAlive(owner)) rmSync(dir, { recursive: true, force: true });
   }
-  sweepPods();
+  // A Pods directory whose data directory is gone (stopped, or swept just above) goes too.
+  for (const name of readdirSync(baseDir)) {
+    if (!name.startsWith(DIR_PREFIX) || !name.endsWith(PODS_SUFFIX)) continue;
+    if (!existsSync(path.join(baseDir, name.slice(0, -PODS_SUFFIX.length))))
+      rmSync(path.join(baseDir, name), { recursive: true, force: true });
+  }
 }
 
 /** Whether process `pid` exists (EPERM: it does, but is not ours to signal). */
