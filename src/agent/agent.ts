@@ -383,18 +383,16 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     // between a first pass and a watch set up after it would wait for the next --resync.
     let watchesReady = Promise.resolve();
     if (paths.length > 0) {
-      let setReady = () => {};
-      watchesReady = new Promise<void>((resolve) => {
-        setReady = resolve;
-        signal.addEventListener('abort', () => resolve(), { once: true });
-      });
+      const watched = Promise.withResolvers<void>();
+      signal.addEventListener('abort', () => watched.resolve(), { once: true });
+      watchesReady = watched.promise;
       tasks.push(
         watchFiles(
           {
             paths,
             intervalMs: options.pollMs,
             onChange: () => wakeup.wake(),
-            onReady: () => setReady(),
+            onReady: () => watched.resolve(),
             onPollingOnly: (error) => {
               metrics.filePolling.set(1);
               log.warn({ err: error.message }, 'inotify refused: watching files by polling only');
