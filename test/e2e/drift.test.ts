@@ -4,7 +4,7 @@
 // of the Secret shows in any log, Event or annotation.
 import fs from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -309,8 +309,9 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         JSON.stringify(patch),
       );
       await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
-      const [pod] = await webPodsInSync(ns.admin, ns.name, 2);
+      const [pod, other] = await webPodsInSync(ns.admin, ns.name, 2);
       const name = pod?.metadata?.name ?? '';
+      const otherName = other?.metadata?.name ?? '';
       const logTarget = async () =>
         (await agentLog(ns.name, name)).filter((l) => l.target === 'app:/etc/log.yaml' && l.state);
 
@@ -342,12 +343,10 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       expect(verdict.reason).toBe('InSync');
       // The other replica's app did not restart: it still holds the old file, and says so, once
       // its agent has confirmed the drift with a fresh read (a read that fails leaves it Unknown
-      // and it decides again at the next pass, 2 s later here).
-      const otherPod = async () =>
-        (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items.find(
-          (p) => p.metadata?.name !== name && !p.metadata?.deletionTimestamp,
-        );
-      const inSyncOf = (p: Awaited<ReturnType<typeof otherPod>>) =>
+      // and it decides again at the next pass, 2 s later here). The replica is the one the test
+      // started with, by name: a Pod created since would hold the new file.
+      const otherPod = async () => core.readNamespacedPod({ name: otherName, namespace: ns.name });
+      const inSyncOf = (p: V1Pod | undefined) =>
         p?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
       await waitFor(
         async () => {
@@ -357,10 +356,11 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         { what: "the other replica's condition False, SubPathStale", timeoutMs: 60_000, intervalMs: 500 },
       ).catch(async (error: Error) => {
         // What explains a failure here: the other agent's verdicts and the other Pod's containers.
-        const other = await otherPod();
+        const other = await otherPod().catch(() => undefined);
         const why = JSON.stringify({
           condition: inSyncOf(other),
-          verdicts: (await agentLog(ns.name, other?.metadata?.name ?? '')).filter(
+          pod: otherName,
+          verdicts: (await agentLog(ns.name, otherName).catch(() => [])).filter(
             (l) => l.target === 'app:/etc/log.yaml',
           ),
           containers: [

@@ -112,7 +112,17 @@ export function inSync(pod: V1Pod): string | undefined {
   return pod.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync')?.status;
 }
 
-/** The running Pods of `web` (not terminating), once `count` of them report InSync=True. */
+/** Every container of the Pod started and passing its readiness probe (the Pod's Ready condition). */
+function ready(pod: V1Pod): boolean {
+  return pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+}
+
+/**
+ * The Pods of `web` (not terminating), once `count` of them are Ready and report InSync=True.
+ * Ready, not just Running: the agent (a native sidecar) starts first and can report InSync before
+ * kubelet has started the app, and a test that changes config then would give the app the new
+ * version at its start (a subPath file, env vars) rather than leave it holding the old one.
+ */
 export async function webPodsInSync(
   admin: KubeConfig,
   namespace: string,
@@ -125,17 +135,15 @@ export async function webPodsInSync(
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items.filter(
         (p) => !p.metadata?.deletionTimestamp,
       );
-      return pods.length === count && pods.every((p) => p.status?.phase === 'Running' && inSync(p) === 'True')
-        ? pods
-        : undefined;
+      return pods.length === count && pods.every((p) => ready(p) && inSync(p) === 'True') ? pods : undefined;
     },
-    { what: `${count} Pods of web Running and InSync`, timeoutMs, intervalMs: 500 },
+    { what: `${count} Pods of web Ready and InSync`, timeoutMs, intervalMs: 500 },
   );
 }
 
 /**
  * After a restart: the Pods of web once every one of `before` is replaced by a new Pod, as many,
- * all Running and InSync.
+ * all Ready and InSync.
  */
 export async function webPodsReplaced(
   admin: KubeConfig,
