@@ -104,10 +104,14 @@ type DigestCache = Map<string, { readonly identity: FileIdentity; readonly diges
 /**
  * How long before a read a file must have last changed for its digest to be kept. File times
  * come from the kernel's coarse clock (a tick of 1 to 10 ms), so a write in the same tick as
- * the read, after it, would leave the identity unchanged; a file that changed a second or more
+ * the read, after it, would leave the identity unchanged; a file that changed ten ticks or more
  * before the read cannot be in that case (git's "racy clean" entries, the same problem).
+ * Why not longer: kubelet writes a Pod's volumes just before it starts the agent, so the
+ * agent's first pass comes a few hundred ms after the write. With a window of a second that
+ * pass kept no digest, and the first --resync read every file again (measured: the largest
+ * piece of the agent's first idle minute).
  */
-const RACY_MS = 1000;
+export const RACY_MS = 100;
 
 /** A cached read: the digests known, those this read used or made, and when the read began. */
 interface Caching {

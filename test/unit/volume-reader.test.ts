@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { readVolume, volumeReader } from '../../src/read/volume.ts';
+import { RACY_MS, readVolume, volumeReader } from '../../src/read/volume.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 
 let dir: string;
@@ -88,6 +88,21 @@ describe('volumeReader', () => {
     const open = opens();
     read(file, [''], true);
     expect(open).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps the digest of a file that changed more than the racy window before the read', async () => {
+    // kubelet writes a volume a few hundred ms before the agent's first pass: that pass must
+    // keep its digests, or the first --resync reads every file again.
+    const file = path.join(dir, 'app.conf');
+    fs.writeFileSync(file, 'level: info');
+    const changedAt = fs.statSync(file).ctimeMs;
+    await new Promise((r) => setTimeout(r, RACY_MS + 50));
+    expect(Date.now() - changedAt).toBeGreaterThan(RACY_MS);
+    const read = volumeReader(); // the real clock
+    read(file, [''], true);
+    const open = opens();
+    read(file, [''], true);
+    expect(open).not.toHaveBeenCalled();
   });
 
   it('says a removed key is missing, and keeps nothing of it', () => {
