@@ -4,7 +4,7 @@
 // of the Secret shows in any log, Event or annotation.
 import fs from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -13,6 +13,7 @@ import {
   cluster,
   describeOnNode,
   eventsOf,
+  inSyncCondition,
   killContainer,
   kubectl,
   patchConfig,
@@ -346,11 +347,9 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       // and it decides again at the next pass, 2 s later here). The replica is the one the test
       // started with, by name: a Pod created since would hold the new file.
       const otherPod = async () => core.readNamespacedPod({ name: otherName, namespace: ns.name });
-      const inSyncOf = (p: V1Pod | undefined) =>
-        p?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
       await waitFor(
         async () => {
-          const c = inSyncOf(await otherPod());
+          const c = inSyncCondition(await otherPod());
           return c?.status === 'False' && c.reason === 'SubPathStale' ? true : undefined;
         },
         { what: "the other replica's condition False, SubPathStale", timeoutMs: 60_000, intervalMs: 500 },
@@ -358,7 +357,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         // What explains a failure here: the other agent's verdicts and the other Pod's containers.
         const other = await otherPod().catch(() => undefined);
         const why = JSON.stringify({
-          condition: inSyncOf(other),
+          condition: inSyncCondition(other),
           pod: otherName,
           verdicts: (await agentLog(ns.name, otherName).catch(() => [])).filter(
             (l) => l.target === 'app:/etc/log.yaml',

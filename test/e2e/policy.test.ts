@@ -14,6 +14,7 @@ import { waitFor } from '../cluster/wait.ts';
 import {
   describeOnNode,
   eventsOf,
+  inSyncCondition,
   kubectl,
   patchConfig,
   restartsOf,
@@ -83,12 +84,10 @@ describeOnNode('the policy gate on a real node', () => {
         const pods = await Promise.all(
           before.map((p) => core.readNamespacedPod({ name: p.metadata?.name ?? '', namespace: ns.name })),
         );
-        return pods.every((p) =>
-          p.status?.conditions?.some(
-            (c) =>
-              c.type === 'config-sync.io/InSync' && c.status === 'False' && c.message?.includes('frozen'),
-          ),
-        )
+        return pods.every((p) => {
+          const c = inSyncCondition(p);
+          return c?.status === 'False' && c.message?.includes('frozen');
+        })
           ? true
           : undefined;
       },

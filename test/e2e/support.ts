@@ -7,7 +7,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Pod,
+  type V1PodCondition,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { ControlPlane, type ControlPlaneInfo } from '../cluster/control-plane.ts';
@@ -108,8 +114,13 @@ export function useExample(prefix: string): { readonly name: string; readonly ad
   };
 }
 
+/** The Pod's config-sync.io/InSync condition, as its agent last set it. */
+export function inSyncCondition(pod: V1Pod | undefined): V1PodCondition | undefined {
+  return pod?.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync');
+}
+
 export function inSync(pod: V1Pod): string | undefined {
-  return pod.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync')?.status;
+  return inSyncCondition(pod)?.status;
 }
 
 /** Every container of the Pod started and passing its readiness probe (the Pod's Ready condition). */
