@@ -63,6 +63,7 @@ it('is a non-root image whose entrypoint is the CLI', () => {
   });
   expect(config.Env).toContain('NODE_OPTIONS=--max-semi-space-size=1');
   expect(config.Env).toContain('MALLOC_MMAP_THRESHOLD_=131072');
+  expect(config.Env).toContain('MALLOC_ARENA_MAX=2');
   const c = container();
   const out = buildah(
     'run',
