@@ -21,6 +21,17 @@ import { build } from 'esbuild';
 // it, 47 MiB. The bundle's banner provides `require`, so each built-in becomes a CommonJS module
 // whose named exports esbuild reads directly.
 const BUILTINS = new Set(builtinModules);
+// node:util defines most of its exports as lazy data properties, which load their module the
+// first time anything asks about the property, even Object.getOwnPropertyDescriptor. esbuild's
+// interop for an ESM import of a CommonJS module (__toESM) copies every own property and asks
+// each one's descriptor, so a bundle importing parseArgs from node:util loaded util's diff, its
+// SIGINT tracer and with it worker_threads: 14 modules, about 1.3 MiB resident (measured on a
+// bare Node HTTP server, Node 24; test/integration/footprint.test.ts keeps them out). Handed over
+// as an object whose prototype is node:util, it has no own properties to copy: the interop's
+// object inherits from node:util too, and each name is read only where it is used. Only
+// plain-object modules may go here: a module that is itself a function or class (events,
+// stream, assert) would stop being callable.
+const BEHIND_A_PROTOTYPE = new Set(['util']);
 const builtinsByRequire = {
   name: 'builtins-by-require',
   setup(b) {
@@ -32,7 +43,9 @@ const builtinsByRequire = {
       return { path: args.path, namespace: 'builtin-by-require' };
     });
     b.onLoad({ filter: /.*/, namespace: 'builtin-by-require' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      contents: BEHIND_A_PROTOTYPE.has(args.path.replace(/^node:/, ''))
+        ? `module.exports = Object.create(require(${JSON.stringify(args.path)}));`
+        : `module.exports = require(${JSON.stringify(args.path)});`,
       loader: 'js',
     }));
   },
@@ -62,6 +75,47 @@ const clientNodeTreeShaking = {
   },
 };
 
+// pino and sonic-boom load Node's worker_threads and assert modules at their start, for what only
+// a pino transport (a worker thread, through thread-stream) or an asynchronous SonicBoom
+// destination uses. config-sync logs to a stream of its own (src/log.ts) and sets no transport,
+// so neither ever runs, yet the two modules stay resident in every Pod (a bare Node HTTP server,
+// the bench's baseline, loads neither). These edits move each of those require() calls to where
+// its value is used, so Node loads the module only if that code runs; behaviour is otherwise
+// unchanged. Each edit names the exact text it replaces, and the build fails if a dependency
+// update changed it. An integration test (test/integration/footprint.test.ts) runs the agent and
+// fails if either module is loaded.
+const LAZY_REQUIRES = {
+  'node_modules/pino/lib/tools.js': [
+    ["const { isMainThread } = require('worker_threads')", ''],
+    ['if (!opts.sync && isMainThread) {', "if (!opts.sync && require('worker_threads').isMainThread) {"],
+  ],
+  'node_modules/pino/lib/transport.js': [
+    ["const ThreadStream = require('thread-stream')", ''],
+    ['const stream = new ThreadStream({', "const stream = new (require('thread-stream'))({"],
+  ],
+  'node_modules/sonic-boom/index.js': [
+    ["const assert = require('assert')", "const assert = (...args) => require('assert')(...args)"],
+  ],
+};
+const lazyRequires = {
+  name: 'lazy-requires',
+  setup(b) {
+    b.onLoad({ filter: /node_modules\/(pino\/lib\/(tools|transport)|sonic-boom\/index)\.js$/ }, (args) => {
+      const file = Object.keys(LAZY_REQUIRES).find((f) => args.path.endsWith(`/${f}`));
+      if (!file) return undefined;
+      let contents = fs.readFileSync(args.path, 'utf8');
+      for (const [from, to] of LAZY_REQUIRES[file]) {
+        if (contents.split(from).length !== 2)
+          throw new Error(
+            `lazy-requires: ${file} no longer holds "${from}" exactly once; update scripts/build.mjs`,
+          );
+        contents = contents.replace(from, to);
+      }
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
 fs.rmSync('dist', { recursive: true, force: true });
 const result = await build({
   entryPoints: { 'config-sync': 'src/cli/entry.ts' },
@@ -81,6 +135,6 @@ const result = await build({
     js: "import { createRequire as __csCreateRequire } from 'node:module'; const require = __csCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
-  plugins: [builtinsByRequire, clientNodeTreeShaking],
+  plugins: [builtinsByRequire, clientNodeTreeShaking, lazyRequires],
 });
 fs.writeFileSync('dist/meta.json', JSON.stringify(result.metafile));
