@@ -100,8 +100,12 @@ const LAZY_REQUIRES = {
 const lazyRequires = {
   name: 'lazy-requires',
   setup(b) {
-    b.onLoad({ filter: /node_modules\/(pino\/lib\/(tools|transport)|sonic-boom\/index)\.js$/ }, (args) => {
-      const file = Object.keys(LAZY_REQUIRES).find((f) => args.path.endsWith(`/${f}`));
+    // The filter is made from LAZY_REQUIRES's own keys, so an entry added there cannot be
+    // skipped silently by a filter that does not name it.
+    const files = Object.keys(LAZY_REQUIRES);
+    const escaped = files.map((f) => f.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
+    b.onLoad({ filter: new RegExp(`/(${escaped.join('|')})$`) }, (args) => {
+      const file = files.find((f) => args.path.endsWith(`/${f}`));
       if (!file) return undefined;
       let contents = fs.readFileSync(args.path, 'utf8');
       for (const [from, to] of LAZY_REQUIRES[file]) {
