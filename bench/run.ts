@@ -19,8 +19,9 @@
 //     the new content visible) to the agent's verdict, against raw inotify (fs.watch) seeing
 //     that rename in this process;
 //  7. API change -> verdict latency, against a raw client-node watch in this process;
-//  8. reload mode: `..data` swap -> the app's reload endpoint called (what the user sees),
-//     against a bare `node` process that POSTs on the same swap (bench/baselines/raw-reload.mjs);
+//  8. reload mode: `..data` swap -> the app's reload endpoint called (what the user sees), the
+//     app a process of its own (bench/reload-app.mjs), against a bare `node` process that POSTs
+//     on the same swap (bench/baselines/raw-reload.mjs);
 //  9. restart mode: a ConfigMap change (a subPath key) -> the workload's restart patch, seen
 //     through a raw watch, against bare `node` processes that patch on the same change, at once
 //     or after one quorum read (bench/baselines/raw-restart.mjs);
@@ -32,8 +33,6 @@
 //     syncFrequency named.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -732,9 +731,9 @@ async function main(): Promise<void> {
       // What a user of reload mode sees: from kubelet's swap to the app's reload endpoint being
       // called. The baseline does the same job with nothing but inotify: bench/baselines/
       // raw-reload.mjs, a bare `node` process of its own like the agent, POSTs on every `..data`
-      // swap of the same directory (what configmap-reload does), to the same server. So both
-      // figures include a process waking up, an HTTP request and the server's own event loop,
-      // and each sample pairs the two on the same swap. Each change: the API first (the agent
+      // swap of the same directory (what configmap-reload does), to the same app. So both
+      // figures include a process waking up, an HTTP request and the app's own event loop, and
+      // each sample pairs the two on the same swap. Each change: the API first (the agent
       // waits, Propagating), then the swap. Changes are spaced past --reload-settle (200 ms
       // here: the settle time only tells a burst from an isolated change, and each change here
       // is an isolated one, reloaded at once), so 300 samples fit in a minute and a half and p99
@@ -748,16 +747,27 @@ async function main(): Promise<void> {
         namespace,
         body: { metadata: { name: 'app' }, data },
       });
+      // The app runs in a process of its own (bench/reload-app.mjs), as in a Pod: this process
+      // plays kubelet, and its clean-up of the old payload directory after each swap must not
+      // hold up the moment a POST is seen. Its stamps are process.hrtime (ns), the monotonic
+      // clock performance.now() here counts on, from this process's start.
       const posts: Record<string, number> = {};
       const postArrivals = new Arrivals();
-      const reloadServer = http.createServer((req, res) => {
-        posts[req.url ?? ''] ||= performance.now();
-        postArrivals.poke();
-        req.resume();
-        res.end();
+      const hrOffsetMs = Number(process.hrtime.bigint()) / 1e6 - performance.now();
+      const reloadApp = spawn(process.execPath, [path.join(import.meta.dirname, 'reload-app.mjs')], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { PATH: process.env.PATH ?? '' },
       });
-      await new Promise<void>((resolve) => reloadServer.listen(0, '127.0.0.1', resolve));
-      const serverUrl = `http://127.0.0.1:${(reloadServer.address() as AddressInfo).port}`;
+      const appPort = new Promise<number>((resolve) => {
+        createInterface({ input: reloadApp.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+          const line = JSON.parse(l) as { port?: number; url?: string; atNs?: string };
+          if (line.port !== undefined) resolve(line.port);
+          if (line.url === undefined || line.atNs === undefined) return;
+          posts[line.url] ||= Number(BigInt(line.atNs)) / 1e6 - hrOffsetMs;
+          postArrivals.poke();
+        });
+      });
+      const serverUrl = `http://127.0.0.1:${await appPort}`;
       const reloadPort = await freeLoopbackPort();
       const { child: reloader, lines: reloadLines } = spawnAgent(
         [
@@ -811,7 +821,7 @@ async function main(): Promise<void> {
       }
       reloader.kill('SIGTERM');
       rawReloader.kill('SIGTERM');
-      reloadServer.close();
+      reloadApp.kill('SIGTERM');
       rows.push(
         latencyRow(
           '..data swap -> reload POST',
