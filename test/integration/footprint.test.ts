@@ -26,33 +26,37 @@ describe("the agent's own Node modules", () => {
   it('are those it uses: no worker_threads, assert or util diff', async () => {
     const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'config-sync-footprint-'));
-    const list = path.join(dir, 'modules.txt');
-    const preload = path.join(dir, 'module-list.cjs');
-    // process.moduleLoadList names every built-in module and binding the process loaded, in order.
-    fs.writeFileSync(
-      preload,
-      `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));\n`,
-    );
-    const agent = AgentProcess.start({ ...pod, env: { ...pod.env, NODE_OPTIONS: `--require ${preload}` } });
-    let exitCode: number | null;
+    // Removed whatever the outcome: a failed run must not leave its files in the temp dir.
     try {
-      await agent.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
-      expect(sample(await agent.metrics(), 'config_sync_in_sync')).toBe(1);
+      const list = path.join(dir, 'modules.txt');
+      const preload = path.join(dir, 'module-list.cjs');
+      // process.moduleLoadList names every built-in module and binding the process loaded, in order.
+      fs.writeFileSync(
+        preload,
+        `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));\n`,
+      );
+      const agent = AgentProcess.start({ ...pod, env: { ...pod.env, NODE_OPTIONS: `--require ${preload}` } });
+      let exitCode: number | null;
+      try {
+        await agent.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
+        expect(sample(await agent.metrics(), 'config_sync_in_sync')).toBe(1);
+      } finally {
+        exitCode = await agent.stop();
+      }
+      expect(exitCode).toBe(0);
+      const loaded = fs.readFileSync(list, 'utf8').split('\n');
+      // What the agent does use, so that an empty or foreign list cannot pass.
+      expect(loaded).toEqual(
+        expect.arrayContaining([
+          'NativeModule http',
+          'NativeModule tls',
+          'NativeModule crypto',
+          'NativeModule util',
+        ]),
+      );
+      expect(loaded.filter((m) => UNUSED.includes(m))).toEqual([]);
     } finally {
-      exitCode = await agent.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
-    expect(exitCode).toBe(0);
-    const loaded = fs.readFileSync(list, 'utf8').split('\n');
-    // What the agent does use, so that an empty or foreign list cannot pass.
-    expect(loaded).toEqual(
-      expect.arrayContaining([
-        'NativeModule http',
-        'NativeModule tls',
-        'NativeModule crypto',
-        'NativeModule util',
-      ]),
-    );
-    expect(loaded.filter((m) => UNUSED.includes(m))).toEqual([]);
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 });
