@@ -142,3 +142,10 @@ const result = await build({
   plugins: [builtinsByRequire, clientNodeTreeShaking, lazyRequires],
 });
 fs.writeFileSync('dist/meta.json', JSON.stringify(result.metafile));
+// An entry of LAZY_REQUIRES whose file the bundle no longer holds (a dependency moved or dropped
+// it) edits nothing: say so, rather than keep an edit that no longer does anything.
+const unbundled = Object.keys(LAZY_REQUIRES).filter((file) => !(file in result.metafile.inputs));
+if (unbundled.length > 0)
+  throw new Error(
+    `lazy-requires: the bundle no longer holds ${unbundled.join(', ')}; remove ${unbundled.length === 1 ? 'its entry' : 'their entries'} from LAZY_REQUIRES in scripts/build.mjs`,
+  );
