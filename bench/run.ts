@@ -833,7 +833,9 @@ async function main(): Promise<void> {
       reloadApp.kill('SIGTERM');
       rows.push(
         latencyRow(
-          reloadKeys === 100 ? '..data swap -> reload POST' : `..data swap -> reload POST, ${reloadKeys} keys`,
+          reloadKeys === 100
+            ? '..data swap -> reload POST'
+            : `..data swap -> reload POST, ${reloadKeys} key${reloadKeys === 1 ? '' : 's'}`,
           postLatency,
           { name: 'raw inotify -> POST', samples: rawPostLatency },
           { overBaselineMs: 2, why: 'issue 13' },
