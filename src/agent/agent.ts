@@ -44,6 +44,7 @@ import { refKey } from '../verify/source.ts';
 import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts';
 import { watchFiles } from '../watch/file-watch.ts';
 import { SourceCache } from '../watch/source-cache.ts';
+import { VolumeEntries } from '../watch/volume-entries.ts';
 import { baselinesToRecord, writeEnvBaselines } from './env-baselines.ts';
 import { runLoop, Wakeup } from './loop.ts';
 import { containerStarts, isDrift, type PassResult, readsContainerStarts, verifyPass } from './pass.ts';
@@ -97,8 +98,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const lookup = cache.lookup;
   const currentOwner = ownerResolver(rt.client, rt.namespace, rt.pod);
   let memory = new Map<string, TargetMemory>();
-  // Every pass reads every mount; an unchanged file is not hashed again (volumeReader).
-  const readVolume = volumeReader();
+  // Every pass reads every mount; an unchanged file is not hashed again, and a volume directory
+  // whose own entries the file watch saw no event for is not listed again (volumeReader).
+  const volumeEntries = new VolumeEntries();
+  const readVolume = volumeReader(Date.now, volumeEntries.version);
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
   let ready = false;
   let lastPassAt = clock();
@@ -393,6 +396,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
             intervalMs: options.pollMs,
             onChange: () => wakeup.wake(),
             onReady: () => watched.resolve(),
+            entries: volumeEntries,
             onPollingOnly: (error) => {
               metrics.filePolling.set(1);
               log.warn({ err: error.message }, 'inotify refused: watching files by polling only');

@@ -157,8 +157,18 @@ export type ReadVolumeResult = VolumeObservation;
  * Every file is read and hashed: for one-shot commands. The agent's loop uses volumeReader().
  */
 export function readVolume(dir: string, expectedPaths: Iterable<string>, subPath: boolean): ReadVolumeResult {
-  return readVolumeWith(dir, expectedPaths, subPath);
+  return readVolumeWith(dir, expectedPaths, subPath, listDirectory);
 }
+
+function listDirectory(dir: string): string[] {
+  return fs.readdirSync(dir);
+}
+
+/**
+ * How many times a watch saw a directory's own entries change (src/watch/volume-entries.ts), or
+ * undefined while nothing watches them.
+ */
+export type EntriesVersion = (dir: string) => number | undefined;
 
 /**
  * readVolume for a process that reads the same files again and again: a file whose identity
@@ -170,8 +180,25 @@ export function readVolume(dir: string, expectedPaths: Iterable<string>, subPath
  * updates are new files (new inodes) in a new payload directory.
  * The cache holds one entry per file the last call for that mount read, nothing else.
  */
-export function volumeReader(clock: () => number = Date.now): typeof readVolume {
+export function volumeReader(
+  clock: () => number = Date.now,
+  entriesVersion: EntriesVersion = () => undefined,
+): typeof readVolume {
   const caches = new Map<string, { readonly dataLink: string | undefined; readonly digests: DigestCache }>();
+  // A directory's listing, kept while its watch sees none of its entries change: a kubelet update
+  // that adds or removes no key leaves them as they were, and listing the directory right after
+  // the swap waits for kubelet's removal of the old payload there (volume-entries.ts). The count
+  // is taken before the readdir, so an event for a change the readdir missed moves it past.
+  const listings = new Map<string, { readonly version: number; readonly entries: string[] }>();
+  const list = (dir: string) => {
+    const version = entriesVersion(dir);
+    const known = listings.get(dir);
+    if (version !== undefined && known?.version === version) return known.entries;
+    listings.delete(dir);
+    const entries = listDirectory(dir);
+    if (version !== undefined) listings.set(dir, { version, entries });
+    return entries;
+  };
   return (dir, expectedPaths, subPath) => {
     // A new `..data` target is a kubelet update: every file is new and none can match, so none
     // is stat'ed first (100 stats were about 0.5 ms more between the swap and the reload).
@@ -179,7 +206,7 @@ export function volumeReader(clock: () => number = Date.now): typeof readVolume 
     const known = caches.get(dir);
     const cache: DigestCache = known && known.dataLink === dataLink ? known.digests : new Map();
     const used: DigestCache = new Map();
-    const result = readVolumeWith(dir, expectedPaths, subPath, { cache, used, startedAt: clock() });
+    const result = readVolumeWith(dir, expectedPaths, subPath, list, { cache, used, startedAt: clock() });
     caches.set(dir, { dataLink, digests: used });
     return result;
   };
@@ -201,6 +228,7 @@ function readVolumeWith(
   dir: string,
   expectedPaths: Iterable<string>,
   subPath: boolean,
+  list: (dir: string) => string[],
   caching?: Caching,
 ): ReadVolumeResult {
   try {
@@ -217,7 +245,7 @@ function readVolumeWith(
     }
     let entries: string[];
     try {
-      entries = fs.readdirSync(dir);
+      entries = list(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT')
         return { files, extras: [], error: `${dir} does not exist` };

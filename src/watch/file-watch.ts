@@ -31,6 +31,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import { DATA_LINK, readDataLink } from '../read/volume.ts';
+import type { VolumeEntries } from './volume-entries.ts';
 
 export interface FileWatchOptions {
   /** Directories (or subPath files) to watch, as the agent sees them. */
@@ -44,6 +45,11 @@ export interface FileWatchOptions {
    * before this could miss a change made between that pass and the watch.
    */
   readonly onReady?: () => void;
+  /**
+   * Told of every event that names a volume's own entry (a key's link, not `..data` or
+   * kubelet's payload), so the reader can keep a volume's listing between such events.
+   */
+  readonly entries?: VolumeEntries;
 }
 
 /**
@@ -94,10 +100,13 @@ function isPayloadEntry(name: string): boolean {
  * too, since anything may have changed.
  */
 function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
-  return fs.watch(dir, (event, name) => {
+  const watcher = fs.watch(dir, (event, name) => {
     if (name !== null && isPayloadEntry(name)) return;
+    if (name !== DATA_LINK) options.entries?.changed(dir);
     options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
   });
+  options.entries?.watching(dir);
+  return watcher;
 }
 
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
@@ -131,6 +140,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
   const fallBack = (error: Error) => {
     if (!refused) options.onPollingOnly(error);
     refused = true;
+    options.entries?.unwatched();
     startPolling();
     ready();
     for (const w of volumeWatches.splice(0)) w.close();
@@ -165,6 +175,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     signal.addEventListener('abort', () => resolve(), { once: true });
   });
   clearInterval(poll);
+  options.entries?.unwatched();
   for (const w of volumeWatches) w.close();
   await watcher?.close();
 }

@@ -107,6 +107,33 @@ describe('in sync, then a normal propagation', () => {
   });
 });
 
+describe('a key removed', () => {
+  const ns = useNamespace('agent-key-removed');
+
+  it('is Propagating while its link stays on disk, InSync once kubelet removes it', async () => {
+    // The agent keeps a volume's listing between the file watch's events for its entries: the
+    // link of a key the API no longer has must count as long as it is there, and its removal,
+    // which kubelet makes after the `..data` swap, must be seen.
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const both = { 'app.yaml': 'level: info\n', 'extra.yaml': 'x: 1\n' };
+    await updateConfig(ns.admin, ns.name, both);
+    writeMount(pod.mountRoot, both);
+    const a = agent(pod, ['--grace', '30s']);
+    await a.waitFor((l) => l.state === 'InSync', 'the first verdict InSync');
+
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: info\n' });
+    const propagating = await a.waitFor((l) => l.state === 'Propagating', 'Propagating');
+    expect(JSON.stringify(propagating.mismatches)).toContain('extra.yaml');
+    const seen = a.lines.length;
+    writeMount(pod.mountRoot, { 'app.yaml': 'level: info\n' });
+    await a.waitFor(
+      (l) => l.state === 'InSync' && a.lines.indexOf(l) >= seen,
+      'InSync once the link is gone',
+    );
+    expect(fs.existsSync(path.join(pod.mountRoot, 'etc/app/extra.yaml'))).toBe(false);
+  });
+});
+
 describe('drift past grace', () => {
   const ns = useNamespace('agent-drift');
 

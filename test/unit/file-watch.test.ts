@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { watchFiles } from '../../src/watch/file-watch.ts';
+import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 import { waitFor } from '../cluster/wait.ts';
 
@@ -20,6 +21,7 @@ let abort: AbortController;
 let done: Promise<void>;
 let reasons: string[];
 let pollingOnly: Error[];
+let entries: VolumeEntries;
 let barrierWatch: fs.FSWatcher;
 let barriersSeen: Set<string>;
 
@@ -28,6 +30,7 @@ beforeEach(() => {
   abort = new AbortController();
   reasons = [];
   pollingOnly = [];
+  entries = new VolumeEntries();
   barriersSeen = new Set();
   fs.mkdirSync(path.join(dir, 'barrier'));
   barrierWatch = fs.watch(path.join(dir, 'barrier'), (_event, name) => {
@@ -54,6 +57,7 @@ async function start(paths: string[], intervalMs = HOUR): Promise<void> {
       onReady: () => {
         ready = true;
       },
+      entries,
     },
     abort.signal,
   );
@@ -175,6 +179,34 @@ describe('watchFiles: inotify alone', () => {
     expect(await wokenSince(mark)).not.toEqual([]);
   });
 
+  it('counts the events naming a volume’s own entries, not those of ..data or kubelet’s payload', async () => {
+    // The reader keeps a volume's listing while this count stands (volume-entries.ts): a key's
+    // link made or removed must move it, and an update that adds or removes no key must not.
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    await start([volume]);
+    expect(entries.version(volume)).toBe(0);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
+    await barrier();
+    expect(entries.version(volume)).toBe(0);
+    atomicWrite(volume, configMapPayload({ data: { ...keys(3, 'two'), added: 'x' } }));
+    await barrier();
+    const afterAdded = entries.version(volume) as number;
+    expect(afterAdded).toBeGreaterThan(0);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
+    await barrier();
+    expect(entries.version(volume)).toBeGreaterThan(afterAdded);
+    // A file made by hand beside the links is an entry of the volume too.
+    const beforeHand = entries.version(volume) as number;
+    fs.writeFileSync(path.join(volume, 'by-hand'), 'x');
+    await barrier();
+    expect(entries.version(volume)).toBeGreaterThan(beforeHand);
+    abort.abort();
+    await done;
+    expect(entries.version(volume)).toBeUndefined();
+  });
+
   it('stays quiet while the volume is only read, as every pass reads it', async () => {
     // A read that woke the loop would make every pass wake the next one: the agent would never
     // idle. The events of the reads, if any, come before the barrier's.
@@ -217,13 +249,16 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     fs.mkdirSync(volume);
     atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
     const module = fileURLToPath(new URL('../../src/watch/file-watch.ts', import.meta.url));
+    const entriesModule = fileURLToPath(new URL('../../src/watch/volume-entries.ts', import.meta.url));
     const script = [
       `const { watchFiles } = await import(${JSON.stringify(module)});`,
+      `const { VolumeEntries } = await import(${JSON.stringify(entriesModule)});`,
       'const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");',
-      `void watchFiles({ paths: [${JSON.stringify(volume)}], intervalMs: 50,`,
+      'const entries = new VolumeEntries();',
+      `void watchFiles({ paths: [${JSON.stringify(volume)}], intervalMs: 50, entries,`,
       '  onChange: (r) => say(r), onPollingOnly: (e) => say("refused " + e.code), onReady: () => say("ready") },',
       '  new AbortController().signal);',
-      'say("started");',
+      `say("started, entries counted: " + (entries.version(${JSON.stringify(volume)}) !== undefined));`,
     ].join('\n');
     const child = spawn(
       'unshare',
@@ -258,7 +293,8 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
         abortIf: () => (child.exitCode === null ? undefined : `it exited ${child.exitCode}: ${stderr}`),
       });
     try {
-      await said('started');
+      // Polling only: no count, so the reader lists the volume at every pass.
+      await said('started, entries counted: false');
       expect(lines).toContain('refused EMFILE');
       expect(lines).toContain('ready'); // the poll has taken over: the agent's first pass may run
       atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
