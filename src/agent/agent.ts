@@ -36,6 +36,7 @@ import {
 } from '../heal/report.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
+import { PayloadDigests } from '../read/payload-digests.ts';
 import { volumeReader } from '../read/volume.ts';
 import { statusToWrite, type WrittenStatus } from '../status/condition.ts';
 import { annotatePod, writePodStatus } from '../status/pod-status.ts';
@@ -98,10 +99,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const lookup = cache.lookup;
   const currentOwner = ownerResolver(rt.client, rt.namespace, rt.pod);
   let memory = new Map<string, TargetMemory>();
-  // Every pass reads every mount; an unchanged file is not hashed again, and a volume directory
-  // whose own entries the file watch saw no event for is not listed again (volumeReader).
+  // Every pass reads every mount; an unchanged file is not hashed again, a volume directory
+  // whose own entries the file watch saw no event for is not listed again (volumeReader), and
+  // the files of a kubelet update are hashed while kubelet writes them, before its swap.
   const volumeEntries = new VolumeEntries();
-  const readVolume = volumeReader(Date.now, volumeEntries.version);
+  const payloadDigests = new PayloadDigests();
+  const readVolume = volumeReader(Date.now, volumeEntries.version, payloadDigests.take);
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
   let ready = false;
   let lastPassAt = clock();
@@ -397,6 +400,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
             onChange: () => wakeup.wake(),
             onReady: () => watched.resolve(),
             entries: volumeEntries,
+            payloads: payloadDigests,
             onPollingOnly: (error) => {
               metrics.filePolling.set(1);
               log.warn({ err: error.message }, 'inotify refused: watching files by polling only');

@@ -23,7 +23,7 @@ const CHUNK = Buffer.allocUnsafe(1024 * 1024);
  * a link to /dev/zero never ends. O_NONBLOCK makes the open of a FIFO return at once (it does
  * nothing to a regular file); fstat of the open descriptor then says what it really is.
  */
-function hashFile(file: string): { digest: KeyDigest; identity: FileIdentity } {
+export function hashFile(file: string): HashedFile {
   const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   try {
     const st = fs.fstatSync(fd);
@@ -67,6 +67,12 @@ function fileType(st: fs.Stats): string {
   if (st.isSocket()) return 'a socket';
   if (st.isDirectory()) return 'a directory';
   return 'not a file';
+}
+
+/** A file's digest, and the identity (fstat) of the descriptor it was read through. */
+export interface HashedFile {
+  readonly digest: KeyDigest;
+  readonly identity: FileIdentity;
 }
 
 /**
@@ -113,18 +119,31 @@ type DigestCache = Map<string, { readonly identity: FileIdentity; readonly diges
  */
 export const RACY_MS = 100;
 
-/** A cached read: the digests known, those this read used or made, and when the read began. */
+/**
+ * A cached read: the digests known, those this read used or made, when the read began, and the
+ * digests of the volume's current payload taken while kubelet wrote it, by key (the key's link
+ * checked), if there are any.
+ */
 interface Caching {
   readonly cache: DigestCache;
   readonly used: DigestCache;
   readonly startedAt: number;
+  readonly prehashed: ((key: string) => HashedFile | undefined) | undefined;
 }
 
-function digestFile(file: string, caching?: Caching): KeyDigest | 'missing' {
+function digestFile(file: string, key: string, caching?: Caching): KeyDigest | 'missing' {
   for (let attempt = 0; ; attempt += 1) {
     try {
       if (!caching) return hashFile(file).digest;
       const { cache, used } = caching;
+      // (0) A digest taken while kubelet wrote the file, that no write since has outdated
+      // (payload-digests.ts): the file is not touched at all. Kept for later passes under the
+      // same rule as one read here, since it was read the same way.
+      const prehashed = attempt === 0 ? caching.prehashed?.(key) : undefined;
+      if (prehashed) {
+        if (prehashed.identity.ctimeMs <= caching.startedAt - RACY_MS) used.set(file, prehashed);
+        return prehashed.digest;
+      }
       // (1) A digest known for the path, and a stat (through the key's link) whose identity
       // matches the one it was computed from: the file is unchanged since, so the digest stands
       // without reading it.
@@ -164,11 +183,38 @@ function listDirectory(dir: string): string[] {
   return fs.readdirSync(dir);
 }
 
+function readLink(file: string): string | undefined {
+  try {
+    return fs.readlinkSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * How many times a watch saw a directory's own entries change (src/watch/volume-entries.ts), or
  * undefined while nothing watches them.
  */
 export type EntriesVersion = (dir: string) => number | undefined;
+
+/**
+ * The digests of the files of `dir`'s payload directory `payload`, by name, taken while kubelet
+ * wrote it (src/read/payload-digests.ts), handed over once; undefined if there are none.
+ */
+export type TakePayloadDigests = (
+  dir: string,
+  payload: string,
+) => ReadonlyMap<string, HashedFile> | undefined;
+
+/**
+ * What a volume directory's own entries were when a pass last looked: its listing and the
+ * targets of the keys' links, each read when first needed, for one count of its watch's events.
+ */
+interface DirectoryView {
+  readonly version: number | undefined;
+  entries?: string[];
+  readonly links: Map<string, string | undefined>;
+}
 
 /**
  * readVolume for a process that reads the same files again and again: a file whose identity
@@ -183,21 +229,23 @@ export type EntriesVersion = (dir: string) => number | undefined;
 export function volumeReader(
   clock: () => number = Date.now,
   entriesVersion: EntriesVersion = () => undefined,
+  takePayload: TakePayloadDigests = () => undefined,
 ): typeof readVolume {
   const caches = new Map<string, { readonly dataLink: string | undefined; readonly digests: DigestCache }>();
-  // A directory's listing, kept while its watch sees none of its entries change: a kubelet update
-  // that adds or removes no key leaves them as they were, and listing the directory right after
-  // the swap waits for kubelet's removal of the old payload there (volume-entries.ts). The count
-  // is taken before the readdir, so an event for a change the readdir missed moves it past.
-  const listings = new Map<string, { readonly version: number; readonly entries: string[] }>();
-  const list = (dir: string) => {
+  // A directory's listing and keys' links, kept while its watch sees none of its entries change:
+  // a kubelet update that adds or removes no key leaves them as they were, and listing the
+  // directory right after the swap waits for kubelet's removal of the old payload there
+  // (volume-entries.ts). The count is taken before the reads, so an event for a change they
+  // missed moves it past. Without a watch (a count of undefined) every pass reads them again.
+  const views = new Map<string, DirectoryView>();
+  const viewOf = (dir: string): DirectoryView => {
     const version = entriesVersion(dir);
-    const known = listings.get(dir);
-    if (version !== undefined && known?.version === version) return known.entries;
-    listings.delete(dir);
-    const entries = listDirectory(dir);
-    if (version !== undefined) listings.set(dir, { version, entries });
-    return entries;
+    const known = views.get(dir);
+    if (version !== undefined && known?.version === version) return known;
+    const view: DirectoryView = { version, links: new Map() };
+    if (version === undefined) views.delete(dir);
+    else views.set(dir, view);
+    return view;
   };
   return (dir, expectedPaths, subPath) => {
     // A new `..data` target is a kubelet update: every file is new and none can match, so none
@@ -206,7 +254,28 @@ export function volumeReader(
     const known = caches.get(dir);
     const cache: DigestCache = known && known.dataLink === dataLink ? known.digests : new Map();
     const used: DigestCache = new Map();
-    const result = readVolumeWith(dir, expectedPaths, subPath, list, { cache, used, startedAt: clock() });
+    const view = viewOf(dir);
+    // Digests of the payload `..data` names, taken while kubelet wrote it: they stand for what
+    // the app reads through a key only where the key's link is kubelet's own (`key ->
+    // ..data/key`). A watch of the directory is needed to keep that answer between passes.
+    const taken =
+      dataLink !== undefined && view.version !== undefined ? takePayload(dir, dataLink) : undefined;
+    const prehashed =
+      taken &&
+      ((key: string) => {
+        if (!view.links.has(key)) view.links.set(key, readLink(`${dir}/${key}`));
+        return view.links.get(key) === `${DATA_LINK}/${key}` ? taken.get(key) : undefined;
+      });
+    const list = (d: string) => {
+      view.entries ??= listDirectory(d);
+      return view.entries;
+    };
+    const result = readVolumeWith(dir, expectedPaths, subPath, list, {
+      cache,
+      used,
+      startedAt: clock(),
+      prehashed,
+    });
     caches.set(dir, { dataLink, digests: used });
     return result;
   };
@@ -232,7 +301,7 @@ function readVolumeWith(
   caching?: Caching,
 ): ReadVolumeResult {
   try {
-    if (subPath) return { files: new Map([['', digestFile(dir, caching)]]), extras: [] };
+    if (subPath) return { files: new Map([['', digestFile(dir, '', caching)]]), extras: [] };
     const files = new Map<string, KeyDigest | 'missing'>();
     const expectedTop = new Set<string>();
     // Concatenated, not path.join: the paths are the API's keys and items' paths, which the API
@@ -240,7 +309,7 @@ function readVolumeWith(
     // enough at start to be compiled by TurboFan, about 5 MiB resident for good.
     const base = dir.endsWith('/') ? dir : `${dir}/`;
     for (const p of expectedPaths) {
-      files.set(p, digestFile(base + p, caching));
+      files.set(p, digestFile(base + p, p, caching));
       expectedTop.add(p.split('/')[0] as string);
     }
     let entries: string[];

@@ -4,7 +4,9 @@
 // Three sources of signals:
 //  - a volume kubelet maintains (one with a `..data` link): one inotify watch (node's fs.watch)
 //    on the volume directory, waking the loop for `..data` and for the user-visible entries
-//    (the keys' links), not for kubelet's own payload entries. kubelet's update is the rename of
+//    (the keys' links), not for kubelet's own payload entries. A new payload directory gets a
+//    watch of its own while kubelet writes it, which wakes nothing: it keeps the digests of
+//    its files current (src/read/payload-digests.ts), so the pass after the swap reads none. kubelet's update is the rename of
 //    `..data` (one event, within a millisecond), then the links of keys added or removed; the
 //    steps before and after (the new `..<timestamp>` directory, `..data_tmp`, the old directory
 //    removed) are not news, and waking for each made five passes per update where one was
@@ -22,14 +24,17 @@
 //    `intervalMs` of each mount's `..data` link (of every file's inode, mtime and size where
 //    there is no `..data`): cheap, no hashing, and logged and exported, since it is then all
 //    there is. While inotify watches, it does not run: the watches above cover every change
-//    kubelet or a person makes, an overflowed inotify queue wakes the loop too, and the loop's
-//    own --resync compares everything anyway. Each poll was a wakeup of the process, and at
+//    kubelet or a person makes, and the loop's own --resync compares everything anyway. (Not
+//    an overflowed inotify queue: libuv drops the kernel's overflow notice without a word, so
+//    the events lost in it wait for the --resync. It takes 16384 events queued while the
+//    agent's thread is busy, the default fs.inotify.max_queued_events.) Each poll was a wakeup of the process, and at
 //    the default 2 s they were most of the idle agent's wakeups (strace) and of its idle CPU.
 // The watches are all on one inotify instance of the process (libuv's, shared by every fs.watch):
 // instances are scarce on a node (128 per user by default).
 import fs from 'node:fs';
 import path from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
+import type { PayloadDigests } from '../read/payload-digests.ts';
 import { DATA_LINK, readDataLink } from '../read/volume.ts';
 import type { VolumeEntries } from './volume-entries.ts';
 
@@ -50,6 +55,8 @@ export interface FileWatchOptions {
    * kubelet's payload), so the reader can keep a volume's listing between such events.
    */
   readonly entries?: VolumeEntries;
+  /** Told of kubelet's new payload directories and of every write into them. */
+  readonly payloads?: PayloadDigests;
 }
 
 /**
@@ -96,17 +103,66 @@ function isPayloadEntry(name: string): boolean {
 
 /**
  * One inotify watch on a volume kubelet maintains: wakes for `..data` and the keys' links, not
- * for kubelet's payload entries. An event without a name (the kernel's queue overflowed) wakes
- * too, since anything may have changed.
+ * for kubelet's payload entries. An event without a name (none comes on Linux, where libuv
+ * names the watched directory itself) wakes too, since anything may have changed.
  */
 function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
+  const payloads = options.payloads && payloadWatches(dir, options.payloads);
   const watcher = fs.watch(dir, (event, name) => {
-    if (name !== null && isPayloadEntry(name)) return;
+    if (name !== null && isPayloadEntry(name)) {
+      payloads?.entryChanged(name);
+      return;
+    }
     if (name !== DATA_LINK) options.entries?.changed(dir);
     options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
   });
   options.entries?.watching(dir);
+  watcher.on('close', () => payloads?.close());
   return watcher;
+}
+
+/**
+ * The watches of a volume's payload directories: one from the moment a new `..<timestamp>`
+ * directory appears (kubelet makes it, writes every file into it, then swaps `..data` to it)
+ * until it is gone (kubelet removes it at the next update). Its events go to the digests, not
+ * to the loop. A directory the agent cannot watch (gone already, or not yet open to other
+ * users: kubelet makes it 0700 and chmods it 0755 at once, an event of its own) is tried again
+ * at its next event, and otherwise simply read by the pass.
+ */
+function payloadWatches(dir: string, digests: PayloadDigests) {
+  const watches = new Map<string, fs.FSWatcher>();
+  const stop = (name: string) => {
+    watches.get(name)?.close();
+    watches.delete(name);
+    digests.end(dir, name);
+  };
+  return {
+    entryChanged(name: string): void {
+      const full = `${dir}/${name}`;
+      let isDirectory = false;
+      try {
+        isDirectory = fs.lstatSync(full).isDirectory();
+      } catch {
+        // gone
+      }
+      if (!isDirectory) {
+        if (watches.has(name)) stop(name);
+        return;
+      }
+      if (watches.has(name)) return;
+      try {
+        const watch = fs.watch(full, (_event, file) => digests.changed(dir, name, file));
+        watch.on('error', () => stop(name));
+        watches.set(name, watch);
+      } catch {
+        return;
+      }
+      digests.begin(dir, name);
+    },
+    close(): void {
+      for (const name of [...watches.keys()]) stop(name);
+    },
+  };
 }
 
 export async function watchFiles(options: FileWatchOptions, signal: AbortSignal): Promise<void> {
@@ -141,6 +197,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     if (!refused) options.onPollingOnly(error);
     refused = true;
     options.entries?.unwatched();
+    options.payloads?.clear();
     startPolling();
     ready();
     for (const w of volumeWatches.splice(0)) w.close();
@@ -176,6 +233,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
   });
   clearInterval(poll);
   options.entries?.unwatched();
+  options.payloads?.clear();
   for (const w of volumeWatches) w.close();
   await watcher?.close();
 }

@@ -4,11 +4,14 @@
 // Real files on a real file system: the kubelet writer is the test harness's exact copy of
 // kubelet's AtomicWriter.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PayloadDigests } from '../../src/read/payload-digests.ts';
+import { readVolume, volumeReader } from '../../src/read/volume.ts';
 import { watchFiles } from '../../src/watch/file-watch.ts';
 import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
@@ -22,6 +25,7 @@ let done: Promise<void>;
 let reasons: string[];
 let pollingOnly: Error[];
 let entries: VolumeEntries;
+let payloads: PayloadDigests;
 let barrierWatch: fs.FSWatcher;
 let barriersSeen: Set<string>;
 
@@ -31,6 +35,7 @@ beforeEach(() => {
   reasons = [];
   pollingOnly = [];
   entries = new VolumeEntries();
+  payloads = new PayloadDigests();
   barriersSeen = new Set();
   fs.mkdirSync(path.join(dir, 'barrier'));
   barrierWatch = fs.watch(path.join(dir, 'barrier'), (_event, name) => {
@@ -58,6 +63,7 @@ async function start(paths: string[], intervalMs = HOUR): Promise<void> {
         ready = true;
       },
       entries,
+      payloads,
     },
     abort.signal,
   );
@@ -303,5 +309,133 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
     } finally {
       child.kill();
     }
+  });
+});
+
+/**
+ * kubelet's update of `volume` up to its swap (atomic_writer.go, steps 5 and 6), in steps a test
+ * can come between: a new payload directory and every file written into it. The keys' links are
+ * the volume's own from its first write.
+ */
+let payloadsWritten = 0;
+function writePayload(volume: string, data: Record<string, string>): string {
+  payloadsWritten += 1;
+  const name = `..2026_12_05_00_00_00.${payloadsWritten}`;
+  fs.mkdirSync(path.join(volume, name), { mode: 0o755 });
+  for (const [key, value] of Object.entries(data)) fs.writeFileSync(path.join(volume, name, key), value);
+  return name;
+}
+
+/** kubelet's swap (steps 8 and 9): `..data_tmp` made, then renamed over `..data`. */
+function swap(volume: string, payload: string): void {
+  fs.symlinkSync(payload, path.join(volume, '..data_tmp'));
+  fs.renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+}
+
+/** Resolves after the hashing the events so far asked for (PayloadDigests runs it on setImmediate). */
+const hashed = () => new Promise((resolve) => setImmediate(resolve));
+
+const sha256 = (text: string) => ({
+  sha256: createHash('sha256').update(text).digest('hex'),
+  size: Buffer.byteLength(text),
+});
+
+describe('watchFiles and the reader: a kubelet update hashed while kubelet writes it', () => {
+  const paths = Object.keys(keys(20, 'one'));
+  async function volumeOf20(): Promise<{ volume: string; read: ReturnType<typeof volumeReader> }> {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
+    await start([volume]);
+    const read = volumeReader(Date.now, entries.version, payloads.take);
+    read(volume, paths, false); // the agent's first pass
+    return { volume, read };
+  }
+
+  it('the pass after the swap opens no file, and gives what a full read gives', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    await hashed();
+    // Before the swap the app still sees the old files, and so does a pass.
+    expect(read(volume, paths, false).files.get('key-1')).toEqual(sha256('one-1'));
+    swap(volume, payload);
+    await barrier();
+    const open = vi.spyOn(fs, 'openSync');
+    const after = read(volume, paths, false);
+    expect(open).not.toHaveBeenCalled();
+    open.mockRestore();
+    expect(after.files.get('key-1')).toEqual(sha256('two-1'));
+    expect(after).toEqual(readVolume(volume, paths, false));
+    // Handed over once: no later pass relies on the watch alone.
+    expect(payloads.take(volume, payload)).toBeUndefined();
+  });
+
+  it('drops the digest of a file written after it was hashed: the pass reads that file', async () => {
+    // The swap comes right after the write, as kubelet's would: the write's event is handed out
+    // before the swap's, so it has outdated the digest by the time a pass runs. The hashing the
+    // event asks for is held back here, as when the pass runs before it.
+    const held: (() => void)[] = [];
+    payloads = new PayloadDigests((run) => held.push(run));
+    const { volume, read } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    for (const run of held.splice(0)) run();
+    fs.writeFileSync(path.join(volume, payload, 'key-3'), 'written after');
+    swap(volume, payload);
+    await barrier();
+    expect(held).toHaveLength(1); // the write's event asked for a hashing, not yet run
+    const open = vi.spyOn(fs, 'openSync');
+    const after = read(volume, paths, false);
+    expect(open.mock.calls.map(([file]) => path.basename(String(file)))).toEqual(['key-3']);
+    open.mockRestore();
+    expect(after.files.get('key-3')).toEqual(sha256('written after'));
+    expect(after).toEqual(readVolume(volume, paths, false));
+  });
+
+  it('hashes again a file written after it was hashed, before the swap', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    await hashed();
+    fs.writeFileSync(path.join(volume, payload, 'key-3'), 'written after');
+    await barrier();
+    await hashed();
+    swap(volume, payload);
+    await barrier();
+    const open = vi.spyOn(fs, 'openSync');
+    const after = read(volume, paths, false);
+    expect(open).not.toHaveBeenCalled();
+    open.mockRestore();
+    expect(after.files.get('key-3')).toEqual(sha256('written after'));
+    expect(after).toEqual(readVolume(volume, paths, false));
+  });
+
+  it('reads a key through its link where the link is not kubelet’s own', async () => {
+    // The app reads `key-4`, wherever its link points; kubelet's digest stands for it only
+    // while the link is `..data/key-4`.
+    const { volume, read } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    await hashed();
+    fs.writeFileSync(path.join(dir, 'elsewhere'), 'not kubelet’s');
+    fs.rmSync(path.join(volume, 'key-4'));
+    fs.symlinkSync(path.join(dir, 'elsewhere'), path.join(volume, 'key-4'));
+    swap(volume, payload);
+    await barrier();
+    const after = read(volume, paths, false);
+    expect(after.files.get('key-4')).toEqual(sha256('not kubelet’s'));
+    expect(after.files.get('key-5')).toEqual(sha256('two-5'));
+    expect(after).toEqual(readVolume(volume, paths, false));
+  });
+
+  it('forgets a payload directory removed before any swap to it', async () => {
+    const { volume } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    await hashed();
+    fs.rmSync(path.join(volume, payload), { recursive: true });
+    await barrier();
+    expect(payloads.take(volume, payload)).toBeUndefined();
   });
 });
