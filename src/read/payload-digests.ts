@@ -55,10 +55,13 @@ export class PayloadDigests {
     this.schedule();
   }
 
-  /** An event of the payload's watch named `name` (null: any file may have changed). */
-  changed(dir: string, payload: string, name: string | null): void {
+  /**
+   * An event of the payload's watch named `name` (null: any file may have changed). False when
+   * the payload is no longer followed (taken, or ended): its watch has nothing left to do.
+   */
+  changed(dir: string, payload: string, name: string | null): boolean {
     const p = this.payloads.get(where(dir, payload));
-    if (!p) return;
+    if (!p) return false;
     if (name === null) {
       p.digests.clear();
       p.pending = 'all';
@@ -67,6 +70,7 @@ export class PayloadDigests {
       if (p.pending !== 'all') p.pending.add(name);
     }
     this.schedule();
+    return true;
   }
 
   /** The payload directory is gone, or no longer watched: nothing of it may be used. */

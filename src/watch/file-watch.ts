@@ -106,7 +106,11 @@ function isPayloadEntry(name: string): boolean {
  * for kubelet's payload entries. An event without a name (none comes on Linux, where libuv
  * names the watched directory itself) wakes too, since anything may have changed.
  */
-function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
+function watchVolume(
+  dir: string,
+  options: FileWatchOptions,
+  onError: (error: Error) => void,
+): { close(): void } {
   const payloads = options.payloads && payloadWatches(dir, options.payloads);
   const watcher = fs.watch(dir, (event, name) => {
     if (name !== null && isPayloadEntry(name)) {
@@ -116,9 +120,14 @@ function watchVolume(dir: string, options: FileWatchOptions): fs.FSWatcher {
     if (name !== DATA_LINK) options.entries?.changed(dir);
     options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
   });
+  watcher.on('error', onError);
   options.entries?.watching(dir);
-  watcher.on('close', () => payloads?.close());
-  return watcher;
+  return {
+    close() {
+      watcher.close();
+      payloads?.close();
+    },
+  };
 }
 
 /**
@@ -151,7 +160,11 @@ function payloadWatches(dir: string, digests: PayloadDigests) {
       }
       if (watches.has(name)) return;
       try {
-        const watch = fs.watch(full, (_event, file) => digests.changed(dir, name, file));
+        // Closed at the first event after the digests were taken: kubelet's removal of the
+        // directory at the next update would otherwise be a hundred events for nothing.
+        const watch = fs.watch(full, (_event, file) => {
+          if (!digests.changed(dir, name, file)) watch.close();
+        });
         watch.on('error', () => stop(name));
         watches.set(name, watch);
       } catch {
@@ -184,7 +197,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
 
   const volumes = options.paths.filter((p) => readDataLink(p) !== undefined);
   const others = options.paths.filter((p) => !volumes.includes(p));
-  const volumeWatches: fs.FSWatcher[] = [];
+  const volumeWatches: { close(): void }[] = [];
   let watcher: FSWatcher | undefined;
   let refused = false;
   let isReady = false;
@@ -205,7 +218,7 @@ export async function watchFiles(options: FileWatchOptions, signal: AbortSignal)
     watcher = undefined;
   };
   try {
-    for (const dir of volumes) volumeWatches.push(watchVolume(dir, options).on('error', fallBack));
+    for (const dir of volumes) volumeWatches.push(watchVolume(dir, options, fallBack));
   } catch (error) {
     fallBack(error as Error);
   }

@@ -439,3 +439,56 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     expect(payloads.take(volume, payload)).toBeUndefined();
   });
 });
+
+describe('watchFiles: the watches of kubelet’s payload directories', () => {
+  /** Inotify watches of this process, all instances (the kernel's own count, in fdinfo). */
+  function inotifyWatches(): number {
+    let count = 0;
+    for (const fd of fs.readdirSync('/proc/self/fd')) {
+      let target = '';
+      try {
+        target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      } catch {
+        continue; // closed since the listing
+      }
+      if (target !== 'anon_inode:inotify') continue;
+      count += fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').match(/^inotify wd:/gm)?.length ?? 0;
+    }
+    return count;
+  }
+
+  it('keeps at most the current payload’s watch through updates, and none once stopped', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(5, 'v0') }));
+    const before = inotifyWatches();
+    await start([volume]);
+    const read = volumeReader(Date.now, entries.version, payloads.take);
+    const withVolume = inotifyWatches();
+    expect(withVolume).toBe(before + 1);
+    for (let v = 1; v <= 5; v += 1) {
+      atomicWrite(volume, configMapPayload({ data: keys(5, `v${v}`) }));
+      await barrier();
+      read(volume, Object.keys(keys(5, 'v')), false);
+      expect(inotifyWatches()).toBeLessThanOrEqual(withVolume + 1);
+    }
+    abort.abort();
+    await done;
+    expect(inotifyWatches()).toBe(before);
+  });
+
+  it('stops following a payload once its digests are taken: kubelet’s removal of it later is one event', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
+    await start([volume]);
+    const read = volumeReader(Date.now, entries.version, payloads.take);
+    const { timestampDir: first } = atomicWrite(volume, configMapPayload({ data: keys(20, 'two') }));
+    await barrier();
+    read(volume, Object.keys(keys(20, 'one')), false); // the pass after the swap takes them
+    const changed = vi.spyOn(payloads, 'changed');
+    atomicWrite(volume, configMapPayload({ data: keys(20, 'three') })); // removes `first`
+    await barrier();
+    expect(changed.mock.calls.filter(([, payload]) => payload === first)).toHaveLength(1);
+  });
+});
