@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RACY_MS, readVolume, volumeReader } from '../../src/read/volume.ts';
+import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 
 let dir: string;
@@ -168,6 +169,20 @@ describe("volumeReader: a volume's listing (its extra entries)", () => {
     const readdir = listings();
     expect(read(dir, paths, false).extras).toEqual(['gone']);
     expect(readdir).toHaveBeenCalledTimes(1);
+  });
+
+  it('sees an entry whose event was lost once the count is distrusted, as every --resync does', () => {
+    // An overflowed inotify queue loses events without a word (libuv drops the kernel's notice).
+    atomicWrite(dir, configMapPayload({ data: keys(3, 'one') }));
+    const entries = new VolumeEntries();
+    entries.watching(dir);
+    const read = volumeReader(later, entries.version);
+    const paths = Object.keys(keys(3, 'one'));
+    read(dir, paths, false);
+    fs.writeFileSync(path.join(dir, 'by-hand'), 'x'); // its event lost: the count stands
+    expect(read(dir, paths, false).extras).toEqual([]);
+    entries.distrust();
+    expect(read(dir, paths, false).extras).toEqual(['by-hand']);
   });
 
   it('keeps no listing of a directory it could not list', () => {
