@@ -122,20 +122,26 @@ const sidecarEnv: Record<string, string> = (() => {
     NODE_OPTIONS: more ? `${image.NODE_OPTIONS} ${more}` : (image.NODE_OPTIONS as string),
   };
 })();
-const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+/** A whole number from the environment, or its default; anything else is an error naming it. */
+function wholeNumberFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const given = process.env[name];
+  const value = Number(given ?? fallback);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new Error(`${name}=${given}: give a whole number from ${min} to ${max}`);
+  return value;
+}
+const idleSeconds = wholeNumberFromEnv('BENCH_IDLE_SECONDS', 60, 1, 3600);
 /**
  * Samples of the reload and restart rows (BENCH_LATENCY_SAMPLES). With 100, p99 was the second
  * slowest sample, and the same build measured from -0.0 to +4.1 ms over the raw baseline in runs
  * in a row on this 2-core machine; with 300, three samples lie above it.
  */
-const latencySamples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
+const latencySamples = wholeNumberFromEnv('BENCH_LATENCY_SAMPLES', 300, 1, 100_000);
 /**
- * Keys of the reload row's ConfigMap (BENCH_RELOAD_KEYS): the agent reads every file before it
- * tells the app, so its figure grows with the keys and the baseline's does not.
+ * Keys of the reload row's ConfigMap (BENCH_RELOAD_KEYS): without the payload hashed ahead the
+ * agent read every file before it told the app, so its figure grew with the keys.
  */
-const reloadKeys = Number(process.env.BENCH_RELOAD_KEYS ?? 100);
-if (!Number.isInteger(reloadKeys) || reloadKeys < 1 || reloadKeys > 100)
-  throw new Error(`BENCH_RELOAD_KEYS=${process.env.BENCH_RELOAD_KEYS}: give a whole number from 1 to 100`);
+const reloadKeys = wholeNumberFromEnv('BENCH_RELOAD_KEYS', 100, 1, 100);
 /** BENCH_ONLY=reload,restart runs only those measures (hash, idle, file, api, reload, restart, node). */
 const only = (measure: string) =>
   !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(measure);
