@@ -6,11 +6,12 @@
 //    on the volume directory, waking the loop for `..data` and for the user-visible entries
 //    (the keys' links), not for kubelet's own payload entries. A new payload directory gets a
 //    watch of its own while kubelet writes it, which wakes nothing: it keeps the digests of
-//    its files current (src/read/payload-digests.ts), so the pass after the swap reads none. kubelet's update is the rename of
-//    `..data` (one event, within a millisecond), then the links of keys added or removed; the
-//    steps before and after (the new `..<timestamp>` directory, `..data_tmp`, the old directory
-//    removed) are not news, and waking for each made five passes per update where one was
-//    needed, the first of them possibly between the new link and its rename, on the old files.
+//    its files current (src/read/payload-digests.ts), so the pass after the swap reads none.
+//    kubelet's update is the rename of `..data` (one event, within a millisecond), then the
+//    links of keys added or removed; the steps before and after (the new `..<timestamp>`
+//    directory, `..data_tmp`, the old directory removed) are not news, and waking for each made
+//    five passes per update where one was needed, the first of them possibly between the new
+//    link and its rename, on the old files.
 //    Why not chokidar here: it watches a file through its directory, and answered every event
 //    in it by reading the directory again and lstat'ing each entry (about 300 calls of its
 //    filters and path operations per update for 100 keys), on the agent's one thread while the
@@ -27,8 +28,9 @@
 //    kubelet or a person makes, and the loop's own --resync compares everything anyway. (Not
 //    an overflowed inotify queue: libuv drops the kernel's overflow notice without a word, so
 //    the events lost in it wait for the --resync. It takes 16384 events queued while the
-//    agent's thread is busy, the default fs.inotify.max_queued_events.) Each poll was a wakeup of the process, and at
-//    the default 2 s they were most of the idle agent's wakeups (strace) and of its idle CPU.
+//    agent's thread is busy, the default fs.inotify.max_queued_events.) Each poll was a wakeup
+//    of the process, and at the default 2 s they were most of the idle agent's wakeups
+//    (strace) and of its idle CPU.
 // The watches are all on one inotify instance of the process (libuv's, shared by every fs.watch):
 // instances are scarce on a node (128 per user by default).
 import fs from 'node:fs';
