@@ -183,6 +183,7 @@ function listDirectory(dir: string): string[] {
   return fs.readdirSync(dir);
 }
 
+/** A symlink's target, or undefined where `file` is no symlink or is not there. */
 function readLink(file: string): string | undefined {
   try {
     return fs.readlinkSync(file);
@@ -286,11 +287,7 @@ export function volumeReader(
  * there is none: not a volume kubelet maintains (a plain directory, a subPath file).
  */
 export function readDataLink(dir: string): string | undefined {
-  try {
-    return fs.readlinkSync(`${dir}/${DATA_LINK}`);
-  } catch {
-    return undefined;
-  }
+  return readLink(`${dir}/${DATA_LINK}`);
 }
 
 function readVolumeWith(
