@@ -3,7 +3,7 @@
 // holds it to that, the refusal made real in a user namespace of its own.
 // Real files on a real file system: the kubelet writer is the test harness's exact copy of
 // kubelet's AtomicWriter.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -104,6 +104,33 @@ async function wokenFor(mark: number, suffix: string): Promise<void> {
     timeoutMs: 3000,
     intervalMs: 5,
   });
+}
+
+/**
+ * What a child running the watch says: its stdout as JSON lines, parsed as they come, and said()
+ * to wait until they hold what `found` looks for (failing at once, with its stderr, if it exits).
+ */
+function childOutput<Line>(child: ChildProcess) {
+  const lines: Line[] = [];
+  let stderr = '';
+  let buffered = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const parts = buffered.split('\n');
+    buffered = parts.pop() ?? '';
+    for (const part of parts) lines.push(JSON.parse(part) as Line);
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const said = <T>(what: string, found: (lines: Line[]) => T | undefined) =>
+    waitFor(() => found(lines), {
+      what,
+      timeoutMs: 5000,
+      intervalMs: 10,
+      abortIf: () => (child.exitCode === null ? undefined : `it exited ${child.exitCode}: ${stderr}`),
+    });
+  return { lines, said };
 }
 
 function keys(n: number, value: string): Record<string, string> {
@@ -280,25 +307,10 @@ describe('watchFiles: the stat poll, the fallback when inotify is refused', () =
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    const lines: string[] = [];
-    let stderr = '';
-    let buffered = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const parts = buffered.split('\n');
-      buffered = parts.pop() ?? '';
-      for (const part of parts) lines.push(JSON.parse(part) as string);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+    const output = childOutput<string>(child);
+    const { lines } = output;
     const said = (line: string) =>
-      waitFor(() => lines.includes(line), {
-        what: `the child to say ${JSON.stringify(line)}`,
-        timeoutMs: 5000,
-        intervalMs: 10,
-        abortIf: () => (child.exitCode === null ? undefined : `it exited ${child.exitCode}: ${stderr}`),
-      });
+      output.said(`the child to say ${JSON.stringify(line)}`, (all) => all.includes(line));
     try {
       // Polling only: no count, so the reader lists the volume at every pass.
       await said('started, entries counted: false');
@@ -354,19 +366,32 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     return { volume, read };
   }
 
-  it('the pass after the swap opens no file, and gives what a full read gives', async () => {
-    const { volume, read } = await volumeOf20();
+  /** kubelet's new payload written, its events handed out, and every file it named hashed. */
+  async function hashedPayload(volume: string): Promise<string> {
     const payload = writePayload(volume, keys(20, 'two'));
     await barrier();
     await hashed();
-    // Before the swap the app still sees the old files, and so does a pass.
-    expect(read(volume, paths, false).files.get('key-1')).toEqual(sha256('one-1'));
+    return payload;
+  }
+
+  /** kubelet's swap to `payload`, then the pass it wakes: what it read, and the files it opened. */
+  async function passAfterSwap(read: ReturnType<typeof volumeReader>, volume: string, payload: string) {
     swap(volume, payload);
     await barrier();
     const open = vi.spyOn(fs, 'openSync');
     const after = read(volume, paths, false);
-    expect(open).not.toHaveBeenCalled();
+    const opened = open.mock.calls.map(([file]) => path.basename(String(file)));
     open.mockRestore();
+    return { after, opened };
+  }
+
+  it('the pass after the swap opens no file, and gives what a full read gives', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    // Before the swap the app still sees the old files, and so does a pass.
+    expect(read(volume, paths, false).files.get('key-1')).toEqual(sha256('one-1'));
+    const { after, opened } = await passAfterSwap(read, volume, payload);
+    expect(opened).toEqual([]);
     expect(after.files.get('key-1')).toEqual(sha256('two-1'));
     expect(after).toEqual(readVolume(volume, paths, false));
     // Handed over once: no later pass relies on the watch alone.
@@ -384,31 +409,21 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     await barrier();
     while (held.length > 0) held.shift()?.();
     fs.writeFileSync(path.join(volume, payload, 'key-3'), 'written after');
-    swap(volume, payload);
-    await barrier();
+    const { after, opened } = await passAfterSwap(read, volume, payload);
     expect(held).toHaveLength(1); // the write's event asked for a hashing, not yet run
-    const open = vi.spyOn(fs, 'openSync');
-    const after = read(volume, paths, false);
-    expect(open.mock.calls.map(([file]) => path.basename(String(file)))).toEqual(['key-3']);
-    open.mockRestore();
+    expect(opened).toEqual(['key-3']);
     expect(after.files.get('key-3')).toEqual(sha256('written after'));
     expect(after).toEqual(readVolume(volume, paths, false));
   });
 
   it('hashes again a file written after it was hashed, before the swap', async () => {
     const { volume, read } = await volumeOf20();
-    const payload = writePayload(volume, keys(20, 'two'));
-    await barrier();
-    await hashed();
+    const payload = await hashedPayload(volume);
     fs.writeFileSync(path.join(volume, payload, 'key-3'), 'written after');
     await barrier();
     await hashed();
-    swap(volume, payload);
-    await barrier();
-    const open = vi.spyOn(fs, 'openSync');
-    const after = read(volume, paths, false);
-    expect(open).not.toHaveBeenCalled();
-    open.mockRestore();
+    const { after, opened } = await passAfterSwap(read, volume, payload);
+    expect(opened).toEqual([]);
     expect(after.files.get('key-3')).toEqual(sha256('written after'));
     expect(after).toEqual(readVolume(volume, paths, false));
   });
@@ -417,15 +432,11 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     // The app reads `key-4`, wherever its link points; kubelet's digest stands for it only
     // while the link is `..data/key-4`.
     const { volume, read } = await volumeOf20();
-    const payload = writePayload(volume, keys(20, 'two'));
-    await barrier();
-    await hashed();
+    const payload = await hashedPayload(volume);
     fs.writeFileSync(path.join(dir, 'elsewhere'), 'not kubelet’s');
     fs.rmSync(path.join(volume, 'key-4'));
     fs.symlinkSync(path.join(dir, 'elsewhere'), path.join(volume, 'key-4'));
-    swap(volume, payload);
-    await barrier();
-    const after = read(volume, paths, false);
+    const { after } = await passAfterSwap(read, volume, payload);
     expect(after.files.get('key-4')).toEqual(sha256('not kubelet’s'));
     expect(after.files.get('key-5')).toEqual(sha256('two-5'));
     expect(after).toEqual(readVolume(volume, paths, false));
@@ -444,9 +455,7 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
 
   it('forgets a payload directory removed before any swap to it', async () => {
     const { volume } = await volumeOf20();
-    const payload = writePayload(volume, keys(20, 'two'));
-    await barrier();
-    await hashed();
+    const payload = await hashedPayload(volume);
     fs.rmSync(path.join(volume, payload), { recursive: true });
     await barrier();
     expect(payloads.take(volume, payload)).toBeUndefined();
@@ -552,25 +561,10 @@ describe.skipIf(process.getuid?.() !== 0)('watchFiles as another user than kubel
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
-    const lines: Record<string, unknown>[] = [];
-    let stderr = '';
-    let buffered = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const parts = buffered.split('\n');
-      buffered = parts.pop() ?? '';
-      for (const part of parts) lines.push(JSON.parse(part) as Record<string, unknown>);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+    const output = childOutput<Record<string, unknown>>(child);
+    const { lines } = output;
     const said = (what: string, test: (line: Record<string, unknown>) => boolean) =>
-      waitFor(() => lines.find(test), {
-        what,
-        timeoutMs: 5000,
-        intervalMs: 10,
-        abortIf: () => (child.exitCode === null ? undefined : `it exited ${child.exitCode}: ${stderr}`),
-      });
+      output.said(what, (all) => all.find(test));
     try {
       await said('the child ready', (l) => l.ready === true);
       // kubelet's steps, with a pause while the new directory is still 0700: the child's first
