@@ -861,18 +861,17 @@ async function main(): Promise<void> {
       reloader.kill('SIGTERM');
       rawReloader.kill('SIGTERM');
       reloadApp.kill('SIGTERM');
+      const keysNamed = `${reloadKeys} key${reloadKeys === 1 ? '' : 's'}`;
       rows.push(
         latencyRow(
-          reloadKeys === 100
-            ? '..data swap -> reload POST'
-            : `..data swap -> reload POST, ${reloadKeys} key${reloadKeys === 1 ? '' : 's'}`,
+          reloadKeys === 100 ? '..data swap -> reload POST' : `..data swap -> reload POST, ${keysNamed}`,
           postLatency,
           { name: 'raw inotify -> POST', samples: rawPostLatency },
           { overBaselineMs: 2, why: 'issue 13' },
         ),
       );
       rows.push({
-        what: `CPU per update, reload mode, ${reloadKeys} key${reloadKeys === 1 ? '' : 's'}`,
+        what: `CPU per update, reload mode, ${keysNamed}`,
         ours: `${fmt(cpuPerUpdateMs.agent, 2)} ms`,
         baseline: `raw inotify -> POST ${fmt(cpuPerUpdateMs.raw, 2)} ms`,
         relation: `${signed(cpuPerUpdateMs.agent - cpuPerUpdateMs.raw, 2)} ms`,
