@@ -104,9 +104,39 @@ function isPayloadEntry(name: string): boolean {
 }
 
 /**
+ * Whether an event of a volume's watch, naming `name`, can have changed nothing a pass reads.
+ * Two cases, each told by an lstat at handling time (an entry replaced or removed since the
+ * event has an event of its own, which is handled on its own):
+ *  - a `change` (inotify's IN_MODIFY or IN_ATTRIB: node's fs.watch does not tell them apart) of
+ *    a symlink (`..data`, a key's link): a link cannot be written, and its owner or mode changes
+ *    nothing about where it leads;
+ *  - the directory's own owner or mode: libuv names the watched directory itself by its base
+ *    name, and reports a directory's IN_ATTRIB as `rename`. It is that when there is no entry
+ *    of that name and the directory is still the one watched (a directory removed or moved away
+ *    is not: that wakes the loop). A change of its mode that keeps the agent out is found by the
+ *    next --resync's pass.
+ * Why: with a Pod fsGroup, kubelet chowns and chmods the whole volume just before each swap,
+ * the directory first, and each of these events woke a pass that read the current payload again
+ * (its files' ctimes changed too) while the swap waited: 103 wakes per update for 100 keys.
+ */
+function changesNothingRead(
+  dir: string,
+  self: fs.Stats,
+  event: fs.WatchEventType,
+  name: string,
+): boolean {
+  const st = fs.lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
+  if (st) return event === 'change' && st.isSymbolicLink();
+  if (name !== path.basename(dir)) return false;
+  const now = fs.statSync(dir, { throwIfNoEntry: false });
+  return now !== undefined && now.ino === self.ino && now.dev === self.dev;
+}
+
+/**
  * One inotify watch on a volume kubelet maintains: wakes for `..data` and the keys' links, not
- * for kubelet's payload entries. An event without a name (none comes on Linux, where libuv
- * names the watched directory itself) wakes too, since anything may have changed.
+ * for kubelet's payload entries, nor for an attribute change that changes nothing read
+ * (changesNothingRead). An event without a name (none comes on Linux, where libuv names the
+ * watched directory itself) wakes too, since anything may have changed.
  */
 function watchVolume(
   dir: string,
@@ -114,11 +144,13 @@ function watchVolume(
   onError: (error: Error) => void,
 ): { close(): void } {
   const payloads = options.payloads && payloadWatches(dir, options.payloads);
+  const self = fs.statSync(dir);
   const watcher = fs.watch(dir, (event, name) => {
     if (name !== null && isPayloadEntry(name)) {
       payloads?.entryChanged(name);
       return;
     }
+    if (name !== null && changesNothingRead(dir, self, event, name)) return;
     if (name !== DATA_LINK) options.entries?.changed(dir);
     options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
   });

@@ -241,6 +241,34 @@ describe('watchFiles: inotify alone', () => {
     expect(entries.version(volume)).toBeUndefined();
   });
 
+  it('does not wake for an owner or mode change that changes nothing read: a link’s, the volume’s own', async () => {
+    // What kubelet does to a volume before each swap for a Pod with an fsGroup (a chown and a
+    // chmod of every entry, the directory first), with the process's own owner so that any user
+    // can run it: the kernel reports each all the same.
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    await start([volume]);
+    const { uid, gid } = fs.statSync(volume);
+    const mark = reasons.length;
+    fs.lchownSync(volume, uid, gid);
+    fs.chmodSync(volume, 0o2775);
+    for (const entry of ['..data', ...Object.keys(keys(3, 'one'))])
+      fs.lchownSync(path.join(volume, entry), uid, gid);
+    expect(reasons.slice(mark, await barrier())).toEqual([]);
+    expect(entries.version(volume)).toBe(0);
+    // A key that is a file of its own (not kubelet's layout) written in place still wakes it, and
+    // the volume directory moved away too.
+    fs.rmSync(path.join(volume, 'key-0'));
+    fs.writeFileSync(path.join(volume, 'key-0'), 'by hand');
+    const replaced = await barrier();
+    fs.appendFileSync(path.join(volume, 'key-0'), ', twice');
+    expect(reasons.slice(replaced, await barrier())).toEqual([`inotify change ${volume}/key-0`]);
+    const moved = await barrier();
+    fs.renameSync(volume, `${volume}-moved`);
+    expect(reasons.slice(moved, await barrier())).toEqual([`inotify rename ${volume}/volume`]);
+  });
+
   it('stays quiet while the volume is only read, as every pass reads it', async () => {
     // A read that woke the loop would make every pass wake the next one: the agent would never
     // idle. The events of the reads, if any, come before the barrier's.
