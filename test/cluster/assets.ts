@@ -91,7 +91,7 @@ export function ensureNodePackages(): void {
  * (test/cluster/build-tool.sh): its path. Asynchronous, so that an e2e file keeps forwarding its
  * node's API traffic while a cold build runs; progress goes to stderr.
  */
-export function buildTool(name: 'helm' | 'opa'): Promise<string> {
+export function buildTool(name: 'helm' | 'opa' | 'kubelet-writer'): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [path.join(here, 'build-tool.sh'), name], {
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -3,6 +3,9 @@
 # outside the checkout, so a fresh clone on the same machine does not rebuild:
 #   build-tool.sh helm  -> helm.sh/helm/v4/cmd/helm@v4.3.2   (the Helm chart's tests)
 #   build-tool.sh opa   -> github.com/open-policy-agent/opa@v1.22.4  (the policy gate's tests)
+#   build-tool.sh kubelet-writer -> test/cluster/go/kubelet-writer, kubelet's own AtomicWriter
+#                          (the benchmark's reload row and the volume tests), built in the wrapper
+#                          module at its pinned Kubernetes, keyed by its source and go.sum
 # Prints the binary's path on its last line (stdout); progress goes to stderr. No Go code of
 # these tools ships in the product.
 set -euo pipefail
@@ -19,8 +22,15 @@ case "${1:-}" in
     version=v1.22.4
     ldflags="-s -w -X github.com/open-policy-agent/opa/v1/version.Version=${version#v}"
     ;;
+  kubelet-writer)
+    here=$(cd "$(dirname "$0")" && pwd)
+    gomod="$here/go"
+    pkg=./kubelet-writer
+    version=$(cat "$gomod/kubelet-writer/main.go" "$gomod/go.mod" "$gomod/go.sum" | sha256sum | cut -c1-12)
+    ldflags="-s -w"
+    ;;
   *)
-    echo "usage: build-tool.sh helm|opa" >&2
+    echo "usage: build-tool.sh helm|opa|kubelet-writer" >&2
     exit 2
     ;;
 esac
@@ -46,7 +56,13 @@ start=$(date +%s)
 mkdir -p "$cache_root/tools"
 tmp=$(mktemp -d "$cache_root/tools/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-GOBIN="$tmp" GOFLAGS=-trimpath CGO_ENABLED=0 go install -ldflags "$ldflags" "$pkg@$version" >&2
+if [ "$name" = kubelet-writer ]; then
+  # In the wrapper module (its replaces resolve kubernetes' staging modules); -mod=readonly: the
+  # committed go.sum is the contract, as in build.sh.
+  (cd "$gomod" && GOFLAGS='-trimpath -mod=readonly' CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$tmp/$name" "$pkg") >&2
+else
+  GOBIN="$tmp" GOFLAGS=-trimpath CGO_ENABLED=0 go install -ldflags "$ldflags" "$pkg@$version" >&2
+fi
 mkdir -p "$dest"
 mv "$tmp/$name" "$dest/$name"
 log "built $name in $(($(date +%s) - start)) s: $dest/$name"
