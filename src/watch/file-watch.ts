@@ -119,12 +119,7 @@ function isPayloadEntry(name: string): boolean {
  * the directory first, and each of these events woke a pass that read the current payload again
  * (its files' ctimes changed too) while the swap waited: 103 wakes per update for 100 keys.
  */
-function changesNothingRead(
-  dir: string,
-  self: fs.Stats,
-  event: fs.WatchEventType,
-  name: string,
-): boolean {
+function changesNothingRead(dir: string, self: fs.Stats, event: fs.WatchEventType, name: string): boolean {
   const st = fs.lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
   if (st) return event === 'change' && st.isSymbolicLink();
   if (name !== path.basename(dir)) return false;
