@@ -119,12 +119,27 @@ function isPayloadEntry(name: string): boolean {
  * the directory first, and each of these events woke a pass that read the current payload again
  * (its files' ctimes changed too) while the swap waited: 103 wakes per update for 100 keys.
  */
-function changesNothingRead(dir: string, self: fs.Stats, event: fs.WatchEventType, name: string): boolean {
+function changesNothingRead(
+  dir: string,
+  self: WatchedDirectory,
+  event: fs.WatchEventType,
+  name: string,
+): boolean {
+  // Any other `rename` is an entry made, removed or renamed, `..data`'s swap among them: news,
+  // with no system call before the wake.
+  if (event === 'rename' && name !== self.name) return false;
   const st = fs.lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
   if (st) return event === 'change' && st.isSymbolicLink();
-  if (name !== path.basename(dir)) return false;
+  if (name !== self.name) return false;
   const now = fs.statSync(dir, { throwIfNoEntry: false });
   return now !== undefined && now.ino === self.ino && now.dev === self.dev;
+}
+
+/** The watched directory as its own events name it (libuv: its base name), and its inode. */
+interface WatchedDirectory {
+  readonly name: string;
+  readonly ino: number;
+  readonly dev: number;
 }
 
 /**
@@ -139,7 +154,8 @@ function watchVolume(
   onError: (error: Error) => void,
 ): { close(): void } {
   const payloads = options.payloads && payloadWatches(dir, options.payloads);
-  const self = fs.statSync(dir);
+  const { ino, dev } = fs.statSync(dir);
+  const self: WatchedDirectory = { name: path.basename(dir), ino, dev };
   const watcher = fs.watch(dir, (event, name) => {
     if (name !== null && isPayloadEntry(name)) {
       payloads?.entryChanged(name);
