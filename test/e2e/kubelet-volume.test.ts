@@ -1,13 +1,17 @@
 // test/cluster/kubelet-volume.ts (our transcription of kubelet's AtomicWriter, which the fast
 // tests write volumes with) checked against the real kubelet once: the same ConfigMap, with
 // items, a nested path and modes, through both gives the same layout, names of the timestamped
-// directories aside.
+// directories aside. And the agent's volume watch on a real kubelet's volume of a Pod with an
+// fsGroup, whose every update kubelet precedes with a chown and chmod of the whole volume.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
+import { PayloadDigests } from '../../src/read/payload-digests.ts';
+import { watchFiles } from '../../src/watch/file-watch.ts';
+import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 import { NODE_BASE } from '../cluster/node.ts';
@@ -88,5 +92,98 @@ describeOnNode('kubelet-volume.ts against the real kubelet', () => {
     // And what the layout is, so that a change on either side is seen here.
     expect(layout(real)).toContain('..data -> ..<ts>');
     expect(layout(real).find((l) => l.startsWith('..<ts>/nested/deeper/b.yaml'))).toMatch(/ 600 /);
+  });
+  it('with a Pod fsGroup, an update wakes the volume watch once: the swap, not kubelet’s chown of every entry', async () => {
+    const admin = adminKubeConfig(cluster().plane);
+    const ns = await createTestNamespace(admin, 'e2e-fsgroup');
+    const core = admin.makeApiClient(CoreV1Api);
+    const data = (i: number) =>
+      Object.fromEntries(
+        Array.from({ length: 20 }, (_, k) => [`key-${k}.yaml`, `value: ${k === 0 ? i : k}\n`]),
+      );
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'cfg' }, data: data(0) },
+    });
+    const pod = await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'p' },
+        spec: {
+          securityContext: { fsGroup: 2345 },
+          containers: [
+            {
+              name: 'c',
+              image: 'config-sync.test/busybox:1',
+              command: ['sleep', '3600'],
+              volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
+            },
+          ],
+          volumes: [{ name: 'cfg', configMap: { name: 'cfg' } }],
+        },
+      },
+    });
+    await waitFor(
+      async () => (await core.readNamespacedPod({ name: 'p', namespace: ns })).status?.phase === 'Running',
+      { what: 'the Pod Running', timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const real = path.join(
+      NODE_BASE,
+      'kubelet/pods',
+      pod.metadata?.uid ?? '',
+      'volumes/kubernetes.io~configmap/cfg',
+    );
+    // What makes this case: kubelet applied the fsGroup to the volume and its files.
+    expect(fs.statSync(real).gid).toBe(2345);
+    expect(fs.statSync(path.join(real, 'key-0.yaml')).gid).toBe(2345);
+
+    const reasons: string[] = [];
+    const abort = new AbortController();
+    let ready = false;
+    const done = watchFiles(
+      {
+        paths: [real],
+        intervalMs: 3_600_000,
+        onChange: (r) => reasons.push(r),
+        onPollingOnly: (e) => reasons.push(`polling only: ${e.message}`),
+        onReady: () => {
+          ready = true;
+        },
+        entries: new VolumeEntries(),
+        payloads: new PayloadDigests(),
+      },
+      abort.signal,
+    );
+    // Every event before a directory made now in a watched directory of the test's own has been
+    // handed out once that directory's event is (one inotify instance, events in order).
+    const barrierDir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-barrier-'));
+    const seen = new Set<string>();
+    const barrierWatch = fs.watch(barrierDir, (_e, name) => name && seen.add(name));
+    try {
+      await waitFor(() => ready, { what: 'the watch set up', timeoutMs: 5000 });
+      for (let i = 1; i <= 3; i += 1) {
+        const mark = reasons.length;
+        await core.replaceNamespacedConfigMap({
+          name: 'cfg',
+          namespace: ns,
+          body: { metadata: { name: 'cfg' }, data: data(i) },
+        });
+        await waitFor(
+          () => fs.readFileSync(path.join(real, 'key-0.yaml'), 'utf8') === `value: ${i}\n` || undefined,
+          { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
+        );
+        fs.mkdirSync(path.join(barrierDir, `b-${i}`));
+        await waitFor(() => seen.has(`b-${i}`) || undefined, {
+          what: `the barrier's event ${i}`,
+          timeoutMs: 5000,
+        });
+        expect(reasons.slice(mark)).toEqual([`inotify rename ${real}/..data`]);
+      }
+    } finally {
+      barrierWatch.close();
+      abort.abort();
+      await done;
+      fs.rmSync(barrierDir, { recursive: true, force: true });
+    }
   });
 });
