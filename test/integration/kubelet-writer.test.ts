@@ -22,9 +22,11 @@ import { waitFor } from '../cluster/wait.ts';
 let kubelet: KubeletWriter;
 let dir: string;
 
+// Seconds once the cluster is built (Go's build cache holds kubelet's packages); about 2.5
+// minutes on this machine with that cache empty.
 beforeAll(async () => {
   kubelet = await startKubeletWriter();
-});
+}, 900_000);
 afterAll(() => kubelet.close());
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kubelet-writer-'));
