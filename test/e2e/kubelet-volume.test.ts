@@ -9,13 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
-import { PayloadDigests } from '../../src/read/payload-digests.ts';
-import { watchFiles } from '../../src/watch/file-watch.ts';
-import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
 import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
+import { startWatchProbe } from '../cluster/watch-probe.ts';
 import { cluster, describeOnNode, useNode } from './support.ts';
 
 const ours = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-atomic-'));
@@ -137,32 +135,10 @@ describeOnNode('kubelet-volume.ts against the real kubelet', () => {
     expect(fs.statSync(real).gid).toBe(2345);
     expect(fs.statSync(path.join(real, 'key-0.yaml')).gid).toBe(2345);
 
-    const reasons: string[] = [];
-    const abort = new AbortController();
-    let ready = false;
-    const done = watchFiles(
-      {
-        paths: [real],
-        intervalMs: 3_600_000,
-        onChange: (r) => reasons.push(r),
-        onPollingOnly: (e) => reasons.push(`polling only: ${e.message}`),
-        onReady: () => {
-          ready = true;
-        },
-        entries: new VolumeEntries(),
-        payloads: new PayloadDigests(),
-      },
-      abort.signal,
-    );
-    // Every event before a directory made now in a watched directory of the test's own has been
-    // handed out once that directory's event is (one inotify instance, events in order).
-    const barrierDir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-barrier-'));
-    const seen = new Set<string>();
-    const barrierWatch = fs.watch(barrierDir, (_e, name) => name && seen.add(name));
+    const probe = await startWatchProbe([real]);
     try {
-      await waitFor(() => ready, { what: 'the watch set up', timeoutMs: 5000 });
       for (let i = 1; i <= 3; i += 1) {
-        const mark = reasons.length;
+        const mark = probe.reasons.length;
         await core.replaceNamespacedConfigMap({
           name: 'cfg',
           namespace: ns,
@@ -172,18 +148,11 @@ describeOnNode('kubelet-volume.ts against the real kubelet', () => {
           () => fs.readFileSync(path.join(real, 'key-0.yaml'), 'utf8') === `value: ${i}\n` || undefined,
           { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
         );
-        fs.mkdirSync(path.join(barrierDir, `b-${i}`));
-        await waitFor(() => seen.has(`b-${i}`) || undefined, {
-          what: `the barrier's event ${i}`,
-          timeoutMs: 5000,
-        });
-        expect(reasons.slice(mark)).toEqual([`inotify rename ${real}/..data`]);
+        await probe.barrier();
+        expect(probe.reasons.slice(mark)).toEqual([`inotify rename ${real}/..data`]);
       }
     } finally {
-      barrierWatch.close();
-      abort.abort();
-      await done;
-      fs.rmSync(barrierDir, { recursive: true, force: true });
+      await probe.stop();
     }
   });
 });

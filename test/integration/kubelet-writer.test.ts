@@ -11,13 +11,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { PayloadDigests } from '../../src/read/payload-digests.ts';
 import { readVolume, volumeReader } from '../../src/read/volume.ts';
-import { watchFiles } from '../../src/watch/file-watch.ts';
-import { VolumeEntries } from '../../src/watch/volume-entries.ts';
 import { atomicWrite, type Payload } from '../cluster/kubelet-volume.ts';
 import { type KubeletWriter, startKubeletWriter } from '../cluster/kubelet-writer.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { startWatchProbe } from '../cluster/watch-probe.ts';
 
 let kubelet: KubeletWriter;
 let dir: string;
@@ -105,54 +102,23 @@ describe.each([
 ])('the file watch and the reader, kubelet’s own writer, a Pod $pod', ({ fsGroup }) => {
   it('wake once per update, and the pass after each swap reads what a full read reads', async () => {
     const volume = path.join(dir, 'volume');
-    const barrierDir = path.join(dir, 'barrier');
     fs.mkdirSync(volume);
-    fs.mkdirSync(barrierDir);
     const update = (files: Record<string, string>) =>
       kubelet.write(volume, { files, ...(fsGroup === undefined ? {} : { fsGroup }) });
     const paths = Object.keys(keys(50, ''));
     await update(keys(50, 'v0'));
 
-    const reasons: string[] = [];
-    const entries = new VolumeEntries();
-    const payloads = new PayloadDigests();
-    const abort = new AbortController();
-    let ready = false;
-    const done = watchFiles(
-      {
-        paths: [volume],
-        intervalMs: 3_600_000,
-        onChange: (r) => reasons.push(r),
-        onPollingOnly: (e) => {
-          throw e;
-        },
-        onReady: () => {
-          ready = true;
-        },
-        entries,
-        payloads,
-      },
-      abort.signal,
-    );
-    // Every event before a directory made now in a watched directory of the test's own has
-    // been handed out once that directory's event is (one inotify instance, events in order).
-    const barriersSeen = new Set<string>();
-    const barrierWatch = fs.watch(barrierDir, (_e, name) => name && barriersSeen.add(name));
-    const barrier = async (name: string) => {
-      fs.mkdirSync(path.join(barrierDir, name));
-      await waitFor(() => barriersSeen.has(name), { what: `the event of ${name}`, timeoutMs: 5000 });
-    };
+    const probe = await startWatchProbe([volume]);
     try {
-      await waitFor(() => ready, { what: 'the watch set up', timeoutMs: 5000 });
-      const read = volumeReader(Date.now, entries.version, payloads.take);
+      const read = volumeReader(Date.now, probe.entries.version, probe.payloads.take);
       read(volume, paths, false); // the agent's first pass
       for (let i = 1; i <= 5; i += 1) {
         const files = keys(50, `v${i}`);
-        const mark = reasons.length;
+        const mark = probe.reasons.length;
         await update(files);
-        await barrier(`update-${i}`);
+        await probe.barrier();
         // The swap alone: no wake for kubelet's payload, its clean-up, or its fsGroup walk.
-        expect(reasons.slice(mark)).toEqual([`inotify rename ${volume}/..data`]);
+        expect(probe.reasons.slice(mark)).toEqual([`inotify rename ${volume}/..data`]);
         const pass = read(volume, paths, false);
         expect(pass).toEqual(readVolume(volume, paths, false));
         expect(pass.files.get('key-7.yaml')).toEqual({
@@ -161,9 +127,7 @@ describe.each([
         });
       }
     } finally {
-      barrierWatch.close();
-      abort.abort();
-      await done;
+      await probe.stop();
     }
   });
 });
