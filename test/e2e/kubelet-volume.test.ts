@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type V1ConfigMapVolumeSource, type V1PodSecurityContext } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
 import { atomicWrite, configMapPayload } from '../cluster/kubelet-volume.ts';
@@ -40,50 +40,62 @@ function layout(dir: string): string[] {
   return out;
 }
 
+/**
+ * A namespace of its own, a ConfigMap `cfg` holding `data`, and a running busybox Pod that mounts
+ * it with `volume` (items, modes) and `securityContext`: the volume's directory as kubelet keeps
+ * it on the node.
+ */
+async function podWithConfigMap(
+  prefix: string,
+  data: Record<string, string>,
+  volume: Omit<V1ConfigMapVolumeSource, 'name'>,
+  securityContext?: V1PodSecurityContext,
+): Promise<{ core: CoreV1Api; ns: string; real: string }> {
+  const admin = adminKubeConfig(cluster().plane);
+  const ns = await createTestNamespace(admin, prefix);
+  const core = admin.makeApiClient(CoreV1Api);
+  await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'cfg' }, data } });
+  const pod = await core.createNamespacedPod({
+    namespace: ns,
+    body: {
+      metadata: { name: 'p' },
+      spec: {
+        ...(securityContext ? { securityContext } : {}),
+        containers: [
+          {
+            name: 'c',
+            image: 'config-sync.test/busybox:1',
+            command: ['sleep', '3600'],
+            volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
+          },
+        ],
+        volumes: [{ name: 'cfg', configMap: { name: 'cfg', ...volume } }],
+      },
+    },
+  });
+  await waitFor(
+    async () => (await core.readNamespacedPod({ name: 'p', namespace: ns })).status?.phase === 'Running',
+    { what: 'the Pod Running', timeoutMs: 60_000, intervalMs: 250 },
+  );
+  const real = path.join(
+    NODE_BASE,
+    'kubelet/pods',
+    pod.metadata?.uid ?? '',
+    'volumes/kubernetes.io~configmap/cfg',
+  );
+  return { core, ns, real };
+}
+
 describeOnNode('kubelet-volume.ts against the real kubelet', () => {
   useNode();
 
   it('the same ConfigMap and volume source give the same layout', async () => {
-    const admin = adminKubeConfig(cluster().plane);
-    const ns = await createTestNamespace(admin, 'e2e-volume');
-    const core = admin.makeApiClient(CoreV1Api);
     const data = { 'a.yaml': 'a: 1\n', 'b.yaml': 'b: 2\n', 'c.txt': 'not projected\n' };
     const items = [
       { key: 'a.yaml', path: 'a.yaml' },
       { key: 'b.yaml', path: 'nested/deeper/b.yaml', mode: 0o600 },
     ];
-    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'cfg' }, data } });
-    const pod = await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'p' },
-        spec: {
-          containers: [
-            {
-              name: 'c',
-              image: 'config-sync.test/busybox:1',
-              command: ['sleep', '3600'],
-              volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
-            },
-          ],
-          volumes: [{ name: 'cfg', configMap: { name: 'cfg', items, defaultMode: 0o640 } }],
-        },
-      },
-    });
-    await waitFor(
-      async () => (await core.readNamespacedPod({ name: 'p', namespace: ns })).status?.phase === 'Running',
-      {
-        what: 'the Pod Running',
-        timeoutMs: 60_000,
-        intervalMs: 250,
-      },
-    );
-    const real = path.join(
-      NODE_BASE,
-      'kubelet/pods',
-      pod.metadata?.uid ?? '',
-      'volumes/kubernetes.io~configmap/cfg',
-    );
+    const { real } = await podWithConfigMap('e2e-volume', data, { items, defaultMode: 0o640 });
 
     atomicWrite(ours, configMapPayload({ data }, { items, defaultMode: 0o640 }));
     expect(layout(ours)).toEqual(layout(real));
@@ -91,46 +103,13 @@ describeOnNode('kubelet-volume.ts against the real kubelet', () => {
     expect(layout(real)).toContain('..data -> ..<ts>');
     expect(layout(real).find((l) => l.startsWith('..<ts>/nested/deeper/b.yaml'))).toMatch(/ 600 /);
   });
+
   it('with a Pod fsGroup, an update wakes the volume watch once: the swap, not kubelet’s chown of every entry', async () => {
-    const admin = adminKubeConfig(cluster().plane);
-    const ns = await createTestNamespace(admin, 'e2e-fsgroup');
-    const core = admin.makeApiClient(CoreV1Api);
     const data = (i: number) =>
       Object.fromEntries(
         Array.from({ length: 20 }, (_, k) => [`key-${k}.yaml`, `value: ${k === 0 ? i : k}\n`]),
       );
-    await core.createNamespacedConfigMap({
-      namespace: ns,
-      body: { metadata: { name: 'cfg' }, data: data(0) },
-    });
-    const pod = await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'p' },
-        spec: {
-          securityContext: { fsGroup: 2345 },
-          containers: [
-            {
-              name: 'c',
-              image: 'config-sync.test/busybox:1',
-              command: ['sleep', '3600'],
-              volumeMounts: [{ name: 'cfg', mountPath: '/cfg' }],
-            },
-          ],
-          volumes: [{ name: 'cfg', configMap: { name: 'cfg' } }],
-        },
-      },
-    });
-    await waitFor(
-      async () => (await core.readNamespacedPod({ name: 'p', namespace: ns })).status?.phase === 'Running',
-      { what: 'the Pod Running', timeoutMs: 60_000, intervalMs: 250 },
-    );
-    const real = path.join(
-      NODE_BASE,
-      'kubelet/pods',
-      pod.metadata?.uid ?? '',
-      'volumes/kubernetes.io~configmap/cfg',
-    );
+    const { core, ns, real } = await podWithConfigMap('e2e-fsgroup', data(0), {}, { fsGroup: 2345 });
     // What makes this case: kubelet applied the fsGroup to the volume and its files.
     expect(fs.statSync(real).gid).toBe(2345);
     expect(fs.statSync(path.join(real, 'key-0.yaml')).gid).toBe(2345);
