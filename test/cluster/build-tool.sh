@@ -26,7 +26,7 @@ case "${1:-}" in
     here=$(cd "$(dirname "$0")" && pwd)
     gomod="$here/go"
     pkg=./kubelet-writer
-    version=$(cat "$gomod/kubelet-writer/main.go" "$gomod/go.mod" "$gomod/go.sum" | sha256sum | cut -c1-12)
+    version=$(cat "$gomod"/kubelet-writer/*.go "$gomod/go.mod" "$gomod/go.sum" | sha256sum | cut -c1-12)
     ldflags="-s -w"
     ;;
   *)
