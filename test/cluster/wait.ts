@@ -33,3 +33,28 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Reads a count until it has stayed the same for `quietMs`, and returns it: for "and nothing
+ * more happens after", which no single poll can tell.
+ */
+export async function waitForSteady(
+  read: () => Promise<number>,
+  options: WaitOptions & { readonly quietMs: number },
+): Promise<number> {
+  const { quietMs, intervalMs = 250 } = options;
+  let last = await read();
+  let since = Date.now();
+  return waitFor(
+    async () => {
+      const now = await read();
+      if (now !== last) {
+        last = now;
+        since = Date.now();
+        return undefined;
+      }
+      return Date.now() - since >= quietMs ? now : undefined;
+    },
+    { ...options, intervalMs },
+  );
+}

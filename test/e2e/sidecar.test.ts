@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { sample } from '../cluster/app.ts';
 import { NODE_BASE } from '../cluster/node.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor, waitForSteady } from '../cluster/wait.ts';
 import {
   agentLog,
   agentMetrics,
@@ -135,6 +135,80 @@ describeOnNode('deploy/sidecar on a real node', () => {
       // One restart: one new ReplicaSet beside the first.
       const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
       expect(rs.trim().split('\n')).toHaveLength(2);
+    });
+  });
+
+  describe('a Pod with an fsGroup (kubelet chowns the whole volume before every swap)', () => {
+    const grouped = useExample('e2e-fsgroup');
+    it('an update costs the shipped agent two passes, not one for each entry kubelet chowns', async () => {
+      // 40 keys more in the volume: kubelet's ownership walk chowns and chmods each entry (and
+      // its link) before the swap; each of those events used to wake a pass.
+      const extra = Object.fromEntries(
+        Array.from({ length: 40 }, (_, k) => [`extra-${k}.yaml`, `n: ${k}\n`]),
+      );
+      await patchConfig(grouped.name, extra);
+      const patch = [
+        { op: 'add', path: '/spec/template/spec/securityContext/fsGroup', value: 65532 },
+        { op: 'replace', path: '/spec/replicas', value: 1 },
+      ];
+      await kubectl(
+        '-n',
+        grouped.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'json',
+        '-p',
+        JSON.stringify(patch),
+      );
+      await kubectl('-n', grouped.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      const [pod] = await webPodsInSync(grouped.admin, grouped.name, 1);
+      expect(pod?.spec?.securityContext?.fsGroup).toBe(65532);
+      const delivered = path.join(
+        NODE_BASE,
+        'kubelet/pods',
+        pod?.metadata?.uid ?? '',
+        'volumes/kubernetes.io~configmap/config',
+      );
+      // What makes this case: kubelet applied the fsGroup to the volume it mounts.
+      expect(fs.statSync(path.join(delivered, 'extra-0.yaml')).gid).toBe(65532);
+
+      // The agent's passes that checked web-config (each pass checks every source once).
+      const passes = async () => {
+        const count = sample(await agentMetrics(pod as V1Pod), 'config_sync_checks_total', {
+          kind: 'ConfigMap',
+          name: 'web-config',
+        });
+        if (count === undefined) throw new Error('no config_sync_checks_total for web-config in /metrics');
+        return count;
+      };
+      const settled = () =>
+        waitForSteady(passes, { what: 'the agent to make no more passes', quietMs: 2000, timeoutMs: 30_000 });
+      // Per update, two passes: the API's change and kubelet's swap, in either order; one more
+      // in all is allowed for a pass of the agent's own timing (a retry, a resync) landing in
+      // the window. Before the walk's events were told apart from the swap (4b393cf), each woke
+      // a pass: 3 to 5 per update here (those arriving during a pass make one more between them),
+      // 16 to 18 for the four.
+      const perUpdate: number[] = [];
+      let before = await settled();
+      for (let i = 0; i < 4; i++) {
+        const content = `level: grouped-${i}\n`;
+        await patchConfig(grouped.name, { 'app.yaml': content });
+        await waitFor(
+          async () =>
+            (await fs.promises.readFile(path.join(delivered, 'app.yaml'), 'utf8').catch(() => '')) ===
+              content || undefined,
+          { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
+        );
+        const after = await settled();
+        perUpdate.push(after - before);
+        before = after;
+      }
+      const total = perUpdate.reduce((a, b) => a + b, 0);
+      expect(total, `passes per update: ${perUpdate.join(', ')}`).toBeLessThanOrEqual(
+        2 * perUpdate.length + 1,
+      );
     });
   });
 
