@@ -24,8 +24,9 @@
 //     app a process of its own (bench/reload-app.mjs), against a bare `node` process that POSTs
 //     on the same swap (bench/baselines/raw-reload.mjs);
 //  9. restart mode: a ConfigMap change (a subPath key) -> the workload's restart patch, seen
-//     through a raw watch, against bare `node` processes that patch on the same change, at once
-//     or after one quorum read (bench/baselines/raw-restart.mjs);
+//     through a raw watch, against bare `node` processes that patch on the same change, at once,
+//     after one quorum read, or after the agent's three reads with its test-and-patch
+//     (bench/baselines/raw-restart.mjs);
 // 10. on a real node (root on Linux; test/cluster/node.ts), cost as Kubernetes counts it: the
 //     agent container's memory working set and idle CPU from its own cgroup (what kubelet and
 //     the metrics API report), against an idle bare `node` HTTP server container from the same
@@ -42,6 +43,7 @@ import {
   AppsV1Api,
   CoreV1Api,
   KubeConfig,
+  RbacAuthorizationV1Api,
   type V1Container,
   type V1Deployment,
   type V1Pod,
@@ -962,16 +964,30 @@ async function main(): Promise<void> {
       await waitFor(() => restartLines.find((l) => l.state === 'InSync'), {
         what: 'the restart agent InSync',
       });
-      // Two baselines, each patching a Deployment of its own: `raw` patches at once, `raw-read`
-      // reads the ConfigMap first. Paused: their patches roll out nothing, so the baselines'
-      // work does not load the API server and etcd while the agent reads and patches (their
-      // own rollouts would).
+      // Three baselines, each patching a Deployment of its own: `raw` patches at once, `raw-read`
+      // reads the ConfigMap first, both as the admin; `raw-agent` makes the agent's requests
+      // (the ConfigMap, its Deployment and the agent's Pod read at once, then the agent's
+      // test-and-patch) with no decision between them, as the agent's ServiceAccount, so that
+      // RBAC and the agent's admission policy weigh on its requests as on the agent's (a Role
+      // of the bench's lets that identity read and patch `raw-agent`). Paused: their patches
+      // roll out nothing, so the baselines' work does not load the API server and etcd while
+      // the agent reads and patches (their own rollouts would).
       const admin: { ca?: Buffer; cert?: Buffer; key?: Buffer; headers?: Record<string, string> } = {};
       await kc.applyToHTTPSOptions(admin);
+      const asAgent = {
+        tls: { ca: admin.ca?.toString() },
+        headers: { authorization: `Bearer ${restartIdentity.token}` },
+      };
+      const asAdmin = {
+        tls: { ca: admin.ca?.toString(), cert: admin.cert?.toString(), key: admin.key?.toString() },
+        headers: admin.headers ?? {},
+      };
+      await grantRawAgent(kc, rs, 'config-sync-agent', 'raw-agent');
       const rawRestarters: ReturnType<typeof spawn>[] = [];
-      for (const [name, readFirst] of [
-        ['raw', false],
-        ['raw-read', true],
+      for (const [name, reads] of [
+        ['raw', 'none'],
+        ['raw-read', 'source'],
+        ['raw-agent', 'agent'],
       ] as const) {
         const raw: V1Deployment = {
           metadata: { name },
@@ -993,12 +1009,12 @@ async function main(): Promise<void> {
             ...sidecarEnv,
             RAW_RESTART: JSON.stringify({
               server: kc.getCurrentCluster()?.server,
-              tls: { ca: admin.ca?.toString(), cert: admin.cert?.toString(), key: admin.key?.toString() },
-              headers: admin.headers ?? {},
+              ...(reads === 'agent' ? asAgent : asAdmin),
               namespace: rs,
               configMap: 'web-config',
               deployment: name,
-              readFirst,
+              pod: webPod,
+              reads,
             }),
           },
         });
@@ -1041,6 +1057,7 @@ async function main(): Promise<void> {
       const patchLatency: number[] = [];
       const rawPatchLatency: number[] = [];
       const rawReadPatchLatency: number[] = [];
+      const rawAgentPatchLatency: number[] = [];
       const apiWatchLatency: number[] = [];
       for (let i = 0; i < latencySamples; i += 1) {
         for (const name of Object.keys(patchedAt)) delete patchedAt[name];
@@ -1052,12 +1069,16 @@ async function main(): Promise<void> {
           body: { metadata: { name: 'web-config' }, data: { 'app.yaml': `level: debug ${i}\n` } },
         });
         await arrivals.wait(
-          () => (patchedAt.web && patchedAt.raw && patchedAt['raw-read'] && changedAt ? true : undefined),
+          () =>
+            patchedAt.web && patchedAt.raw && patchedAt['raw-read'] && patchedAt['raw-agent'] && changedAt
+              ? true
+              : undefined,
           'the restart patches of the agent and the raw baselines, and the raw ConfigMap event',
         );
         patchLatency.push((patchedAt.web as number) - t);
         rawPatchLatency.push((patchedAt.raw as number) - t);
         rawReadPatchLatency.push((patchedAt['raw-read'] as number) - t);
+        rawAgentPatchLatency.push((patchedAt['raw-agent'] as number) - t);
         apiWatchLatency.push(changedAt - t);
       }
       deployments.abort();
@@ -1078,6 +1099,14 @@ async function main(): Promise<void> {
         baseline: `raw watch -> GET -> patch ${fmt(percentile(rawReadPatchLatency, 50))} / ${fmt(percentile(rawReadPatchLatency, 99))} ms`,
         relation: latencyRelation(patchLatency, rawReadPatchLatency),
         target: '(report: the floor issue 12 sets)',
+        ok: true,
+      });
+      rows.push({
+        what: '  against a raw client making its requests',
+        ours: '',
+        baseline: `raw watch -> 3 GETs -> test-and-patch ${fmt(percentile(rawAgentPatchLatency, 50))} / ${fmt(percentile(rawAgentPatchLatency, 99))} ms`,
+        relation: latencyRelation(patchLatency, rawAgentPatchLatency),
+        target: "(report: the agent's own work)",
         ok: true,
       });
       rows.push({
@@ -1302,3 +1331,35 @@ async function onRealNode(): Promise<void> {
 }
 
 await main();
+
+/**
+ * Lets the agent's ServiceAccount read and patch the `raw-agent` Deployment, as its own Role
+ * lets it read and patch `web`: the baseline that makes the agent's requests makes them as the
+ * agent, under the same RBAC and admission policy.
+ */
+async function grantRawAgent(kc: KubeConfig, namespace: string, serviceAccount: string, deployment: string) {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const name = `bench-${deployment}`;
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name },
+      rules: [
+        {
+          apiGroups: ['apps'],
+          resources: ['deployments'],
+          verbs: ['get', 'patch'],
+          resourceNames: [deployment],
+        },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
+    },
+  });
+}

@@ -1,13 +1,18 @@
 // Baseline of measure 9 (restart mode): the least a restarter can do, in bare Node, as a process
-// of its own like the agent. Reloader's job: list then watch one ConfigMap, and on each change
-// patch one Deployment's pod template annotation (a merge patch, no precondition, no check of
-// the files), over one keep-alive TLS pool as the agent's transport does. With `readFirst`, it
-// first reads the ConfigMap again (a quorum GET), the one round trip issue 12 requires of the
-// agent before it acts, and patches when the answer comes.
-// Usage: RAW_RESTART='{"server","tls":{ca,cert,key},"headers","namespace","configMap","deployment","readFirst"}'
+// of its own like the agent, over one keep-alive TLS pool as the agent's transport does. It lists
+// then watches one ConfigMap, and on each change patches one Deployment's pod template
+// annotation. `reads` says what it reads first:
+//  - 'none': nothing; a merge patch, no precondition, no check of the files (Reloader's job);
+//  - 'source': the ConfigMap again (a quorum GET), the one round trip issue 12 requires of the
+//    agent before it acts, then the same merge patch;
+//  - 'agent': the requests the agent makes, with no decision between them: the ConfigMap, the
+//    Deployment and the agent's Pod read at once, each answer parsed, then the agent's JSON
+//    patch testing the template's annotations as read (src/heal/executor.ts). What is left of
+//    the agent's time beyond this one's is its own work.
+// Usage: RAW_RESTART='{"server","tls":{ca,cert,key},"headers","namespace","configMap","deployment","pod","reads"}'
 import https from 'node:https';
 
-const { server, tls, headers, namespace, configMap, deployment, readFirst } = JSON.parse(
+const { server, tls, headers, namespace, configMap, deployment, pod, reads } = JSON.parse(
   process.env.RAW_RESTART,
 );
 const base = new URL(server);
@@ -35,54 +40,91 @@ function send(method, path, body, contentType, onResponse) {
 }
 
 const collection = `/api/v1/namespaces/${namespace}/configmaps`;
-const selector = `fieldSelector=${encodeURIComponent(`metadata.name=${configMap}`)}`;
-send('GET', `${collection}?${selector}`, undefined, undefined, (res) => {
-  let text = '';
-  res.on('data', (chunk) => {
-    text += chunk;
+const workloadPath = `/apis/apps/v1/namespaces/${namespace}/deployments/${deployment}`;
+
+/** A GET whose whole answer goes to `then`. */
+function get(at, then) {
+  send('GET', at, undefined, undefined, (res) => {
+    let text = '';
+    res.on('data', (chunk) => {
+      text += chunk;
+    });
+    res.on('end', () => then(text));
   });
-  res.on('end', () => {
-    const version = JSON.parse(text).metadata.resourceVersion;
-    send(
-      'GET',
-      `${collection}?${selector}&watch=1&resourceVersion=${version}`,
-      undefined,
-      undefined,
-      (watch) => {
-        process.stdout.write('watching\n');
-        let buffered = '';
-        watch.on('data', (chunk) => {
-          buffered += chunk;
-          for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-            const event = JSON.parse(buffered.slice(0, nl));
-            buffered = buffered.slice(nl + 1);
-            if (event.type !== 'MODIFIED') continue;
-            const patch = {
-              spec: {
-                template: {
-                  metadata: {
-                    annotations: { 'config-sync.io/config-hash': event.object.metadata.resourceVersion },
-                  },
-                },
-              },
-            };
-            const restart = () =>
-              send(
-                'PATCH',
-                `/apis/apps/v1/namespaces/${namespace}/deployments/${deployment}`,
-                patch,
-                'application/merge-patch+json',
-                (res) => res.resume(),
-              );
-            if (!readFirst) restart();
-            else
-              send('GET', `${collection}/${configMap}`, undefined, undefined, (res) => {
-                res.resume();
-                res.on('end', restart);
+}
+
+function mergePatch(version) {
+  const patch = {
+    spec: { template: { metadata: { annotations: { 'config-sync.io/config-hash': version } } } },
+  };
+  send('PATCH', workloadPath, patch, 'application/merge-patch+json', (res) => res.resume());
+}
+
+/**
+ * The agent's restart patch: a test of the template's annotations as read, then the three it
+ * writes (restartedAt, the config hash, the restart history).
+ */
+function testAndPatch(workload, version) {
+  const at = '/spec/template/metadata/annotations';
+  const asRead = workload.spec.template.metadata.annotations ?? null;
+  const now = new Date().toISOString();
+  const annotations = {
+    'kubectl.kubernetes.io/restartedAt': now,
+    'config-sync.io/config-hash': version,
+    'config-sync.io/restarts': now,
+  };
+  const writes =
+    asRead === null
+      ? [{ op: 'add', path: at, value: annotations }]
+      : Object.entries(annotations).map(([key, value]) => ({
+          op: 'add',
+          path: `${at}/${key.replaceAll('/', '~1')}`,
+          value,
+        }));
+  send(
+    'PATCH',
+    workloadPath,
+    [{ op: 'test', path: at, value: asRead }, ...writes],
+    'application/json-patch+json',
+    (res) => res.resume(),
+  );
+}
+
+const selector = `fieldSelector=${encodeURIComponent(`metadata.name=${configMap}`)}`;
+get(`${collection}?${selector}`, (text) => {
+  const listed = JSON.parse(text).metadata.resourceVersion;
+  send(
+    'GET',
+    `${collection}?${selector}&watch=1&resourceVersion=${listed}`,
+    undefined,
+    undefined,
+    (watch) => {
+      process.stdout.write('watching\n');
+      let buffered = '';
+      watch.on('data', (chunk) => {
+        buffered += chunk;
+        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+          const event = JSON.parse(buffered.slice(0, nl));
+          buffered = buffered.slice(nl + 1);
+          if (event.type !== 'MODIFIED') continue;
+          const version = event.object.metadata.resourceVersion;
+          if (reads === 'none') mergePatch(version);
+          else if (reads === 'source') get(`${collection}/${configMap}`, () => mergePatch(version));
+          else {
+            const paths = [
+              `${collection}/${configMap}`,
+              workloadPath,
+              `/api/v1/namespaces/${namespace}/pods/${pod}`,
+            ];
+            const answers = [];
+            for (const [i, at] of paths.entries())
+              get(at, (answer) => {
+                answers[i] = JSON.parse(answer);
+                if (answers.filter(Boolean).length === paths.length) testAndPatch(answers[1], version);
               });
           }
-        });
-      },
-    );
-  });
+        }
+      });
+    },
+  );
 });
