@@ -17,6 +17,7 @@ import {
   killContainer,
   kubectl,
   patchConfig,
+  patchWebAndRollOut,
   restartsOf,
   useExample,
   useNode,
@@ -47,8 +48,7 @@ async function shortGrace(namespace: string): Promise<void> {
   const patch = [
     { op: 'replace', path: '/spec/template/spec/initContainers/0/args', value: ['agent', '--grace', '5s'] },
   ];
-  await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
-  await kubectl('-n', namespace, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+  await patchWebAndRollOut(namespace, patch);
 }
 
 describeOnNode('drift kubelet does not fix, on a real node', () => {
@@ -70,18 +70,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         { op: 'add', path: '/spec/template/spec/containers/0/volumeMounts/-', value: mount },
         { op: 'add', path: '/spec/template/spec/initContainers/0/volumeMounts/-', value: mount },
       ];
-      await kubectl(
-        '-n',
-        ns.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify(patch),
-      );
-      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(ns.name, patch);
       const before = await webPodsInSync(ns.admin, ns.name, 2);
       // kubelet keeps Secret volumes in memory: the volume directory is a tmpfs mount.
       const uid = before[0]?.metadata?.uid ?? '';
@@ -135,18 +124,9 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         name: 'APP_LEVEL',
         valueFrom: { configMapKeyRef: { name: 'web-config', key: 'app.yaml' } },
       };
-      await kubectl(
-        '-n',
-        ns.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify([{ op: 'add', path: '/spec/template/spec/containers/0/env/-', value: env }]),
-      );
-      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(ns.name, [
+        { op: 'add', path: '/spec/template/spec/containers/0/env/-', value: env },
+      ]);
       const before = await webPodsInSync(ns.admin, ns.name, 2);
       await patchConfig(ns.name, { 'app.yaml': 'level: trace\n' });
       const healed = await waitFor(
@@ -244,18 +224,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           value: ['agent', '--debounce', '20s'],
         },
       ];
-      await kubectl(
-        '-n',
-        ns.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify(patch),
-      );
-      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(ns.name, patch);
       const before = await webPodsInSync(ns.admin, ns.name, 2);
       const restartedBefore = await restartsOf(ns.admin, ns.name);
       await patchConfig(ns.name, { 'log.yaml': 'format: logfmt\n' });
@@ -298,18 +267,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           value: ['agent', '--on-drift', 'alert-only', '--resync', '2s'],
         },
       ];
-      await kubectl(
-        '-n',
-        ns.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify(patch),
-      );
-      await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(ns.name, patch);
       const [pod, other] = await webPodsInSync(ns.admin, ns.name, 2);
       const name = pod?.metadata?.name ?? '';
       const otherName = other?.metadata?.name ?? '';

@@ -16,6 +16,7 @@ import {
   inSync,
   kubectl,
   patchConfig,
+  patchWebAndRollOut,
   restartsOf,
   scaleWeb,
   useExample,
@@ -151,18 +152,7 @@ describeOnNode('deploy/sidecar on a real node', () => {
         { op: 'add', path: '/spec/template/spec/securityContext/fsGroup', value: 65532 },
         { op: 'replace', path: '/spec/replicas', value: 1 },
       ];
-      await kubectl(
-        '-n',
-        grouped.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify(patch),
-      );
-      await kubectl('-n', grouped.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(grouped.name, patch);
       const [pod] = await webPodsInSync(grouped.admin, grouped.name, 1);
       expect(pod?.spec?.securityContext?.fsGroup).toBe(65532);
       const delivered = path.join(
@@ -222,19 +212,8 @@ describeOnNode('deploy/sidecar on a real node', () => {
           value: [{ conditionType: 'config-sync.io/InSync' }],
         },
       ];
-      await kubectl(
-        '-n',
-        gated.name,
-        'patch',
-        'deployment',
-        'web',
-        '--type',
-        'json',
-        '-p',
-        JSON.stringify(patch),
-      );
       // rollout status waits for Ready, which the gate holds until the agent writes InSync=True.
-      await kubectl('-n', gated.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+      await patchWebAndRollOut(gated.name, patch);
       const before = await webPodsInSync(gated.admin, gated.name, 2);
       for (const p of before) {
         expect(p.spec?.readinessGates).toEqual([{ conditionType: 'config-sync.io/InSync' }]);

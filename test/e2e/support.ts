@@ -191,6 +191,12 @@ export async function patchConfig(namespace: string, data: Record<string, string
   );
 }
 
+/** Applies a JSON patch to the Deployment web and waits for its rollout (kubectl rollout status). */
+export async function patchWebAndRollOut(namespace: string, patch: readonly object[]): Promise<void> {
+  await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
+  await kubectl('-n', namespace, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+}
+
 /** The agent's /metrics, from its Pod's address on the node's bridge. */
 export async function agentMetrics(pod: V1Pod): Promise<string> {
   const res = await fetch(`http://${pod.status?.podIP}:9464/metrics`, { signal: AbortSignal.timeout(5000) });
