@@ -62,16 +62,22 @@ function mergePatch(version) {
 
 /**
  * The agent's restart patch: a test of the template's annotations as read, then the three it
- * writes (restartedAt, the config hash, the restart history).
+ * writes (restartedAt, the config hash, the restart history). The history keeps the restarts
+ * of the last hour as the agent's does (src/heal/executor.ts, restartHistory): in the bench
+ * every restart of the run, so the object grows as the agent's workload does.
  */
 function testAndPatch(workload, version) {
   const at = '/spec/template/metadata/annotations';
   const asRead = workload.spec.template.metadata.annotations ?? null;
-  const now = new Date().toISOString();
+  const now = new Date();
+  const hourAgo = now.getTime() - 3_600_000;
+  const history = (asRead?.['config-sync.io/restarts'] ?? '')
+    .split(/\s+/)
+    .filter((t) => Date.parse(t) > hourAgo);
   const annotations = {
-    'kubectl.kubernetes.io/restartedAt': now,
+    'kubectl.kubernetes.io/restartedAt': now.toISOString(),
     'config-sync.io/config-hash': version,
-    'config-sync.io/restarts': now,
+    'config-sync.io/restarts': [...history, now.toISOString()].join(' '),
   };
   const writes =
     asRead === null
