@@ -6,15 +6,16 @@ import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { sample } from '../cluster/app.ts';
-import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor, waitForSteady } from '../cluster/wait.ts';
 import {
   agentLog,
   agentMetrics,
+  configVolumeOnNode,
   describeOnNode,
   eventsOf,
   inSync,
   kubectl,
+  patchAppYamlDelivered,
   patchConfig,
   patchWebAndRollOut,
   restartsOf,
@@ -60,21 +61,8 @@ describeOnNode('deploy/sidecar on a real node', () => {
       const pods = await webPodsInSync(ns.admin, ns.name, 2);
       // Each update follows the one before as soon as kubelet has delivered it (read from the
       // node's disk): 30 back-to-back ..data swaps, every one of them real.
-      const delivered = path.join(
-        NODE_BASE,
-        'kubelet/pods',
-        pods[0]?.metadata?.uid ?? '',
-        'volumes/kubernetes.io~configmap/config/app.yaml',
-      );
-      for (let i = 0; i < 30; i++) {
-        const content = `level: burst-${i}\n`;
-        await patchConfig(ns.name, { 'app.yaml': content });
-        await waitFor(
-          async () =>
-            (await fs.promises.readFile(delivered, 'utf8').catch(() => '')) === content || undefined,
-          { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
-        );
-      }
+      const volume = configVolumeOnNode(pods[0]);
+      for (let i = 0; i < 30; i++) await patchAppYamlDelivered(ns.name, volume, `level: burst-${i}\n`);
       for (const pod of pods) {
         const metrics = await waitFor(
           async () => {
@@ -155,12 +143,7 @@ describeOnNode('deploy/sidecar on a real node', () => {
       await patchWebAndRollOut(grouped.name, patch);
       const [pod] = await webPodsInSync(grouped.admin, grouped.name, 1);
       expect(pod?.spec?.securityContext?.fsGroup).toBe(65532);
-      const delivered = path.join(
-        NODE_BASE,
-        'kubelet/pods',
-        pod?.metadata?.uid ?? '',
-        'volumes/kubernetes.io~configmap/config',
-      );
+      const delivered = configVolumeOnNode(pod);
       // What makes this case: kubelet applied the fsGroup to the volume it mounts.
       expect(fs.statSync(path.join(delivered, 'extra-0.yaml')).gid).toBe(65532);
 
@@ -183,14 +166,7 @@ describeOnNode('deploy/sidecar on a real node', () => {
       const perUpdate: number[] = [];
       let before = await settled();
       for (let i = 0; i < 4; i++) {
-        const content = `level: grouped-${i}\n`;
-        await patchConfig(grouped.name, { 'app.yaml': content });
-        await waitFor(
-          async () =>
-            (await fs.promises.readFile(path.join(delivered, 'app.yaml'), 'utf8').catch(() => '')) ===
-              content || undefined,
-          { what: `kubelet to deliver update ${i}`, timeoutMs: 30_000, intervalMs: 20 },
-        );
+        await patchAppYamlDelivered(grouped.name, delivered, `level: grouped-${i}\n`);
         const after = await settled();
         perUpdate.push(after - before);
         before = after;

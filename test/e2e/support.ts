@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, inject } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { ControlPlane, type ControlPlaneInfo } from '../cluster/control-plane.ts';
 import { adminKubeConfig, createTestNamespace, deleteNamespace } from '../cluster/identities.ts';
-import { KubeNode } from '../cluster/node.ts';
+import { KubeNode, NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
 import type { E2eAssets } from './global-setup.ts';
 
@@ -195,6 +195,34 @@ export async function patchConfig(namespace: string, data: Record<string, string
 export async function patchWebAndRollOut(namespace: string, patch: readonly object[]): Promise<void> {
   await kubectl('-n', namespace, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
   await kubectl('-n', namespace, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+}
+
+/** The directory of web's `config` volume (the ConfigMap web-config) on the node, as kubelet keeps it for `pod`. */
+export function configVolumeOnNode(pod: V1Pod | undefined): string {
+  return path.join(
+    NODE_BASE,
+    'kubelet/pods',
+    pod?.metadata?.uid ?? '',
+    'volumes/kubernetes.io~configmap/config',
+  );
+}
+
+/**
+ * Sets web-config's app.yaml to `content` and waits until kubelet has written it into `volume`
+ * (configVolumeOnNode): the update is delivered, read from the node's disk.
+ */
+export async function patchAppYamlDelivered(
+  namespace: string,
+  volume: string,
+  content: string,
+): Promise<void> {
+  await patchConfig(namespace, { 'app.yaml': content });
+  await waitFor(
+    async () =>
+      (await fs.promises.readFile(path.join(volume, 'app.yaml'), 'utf8').catch(() => '')) === content ||
+      undefined,
+    { what: `kubelet to deliver app.yaml ${JSON.stringify(content)}`, timeoutMs: 30_000, intervalMs: 20 },
+  );
 }
 
 /** The agent's /metrics, from its Pod's address on the node's bridge. */
