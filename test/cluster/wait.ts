@@ -8,13 +8,18 @@ export interface WaitOptions {
   readonly intervalMs?: number;
   /** Checked before every attempt; a message here ends the wait at once (e.g. "etcd exited"). */
   readonly abortIf?: () => string | undefined;
+  /**
+   * On a timeout, what the message adds about the state things were left in (e.g. the agent's
+   * last log lines), so that a failure in CI says why without a second run.
+   */
+  readonly onTimeout?: () => Promise<string> | string;
 }
 
 export async function waitFor<T>(
   attempt: () => Promise<T | undefined> | T | undefined,
   options: WaitOptions,
 ): Promise<T> {
-  const { what, timeoutMs = 30_000, intervalMs = 100, abortIf } = options;
+  const { what, timeoutMs = 30_000, intervalMs = 100, abortIf, onTimeout } = options;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -28,9 +33,21 @@ export async function waitFor<T>(
     }
     if (Date.now() >= deadline) {
       const last = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last}${await stateAtTimeout(onTimeout)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** What onTimeout says, on lines of its own; a failure of its own is said, not thrown. */
+async function stateAtTimeout(onTimeout: WaitOptions['onTimeout']): Promise<string> {
+  if (!onTimeout) return '';
+  try {
+    return `\n${await onTimeout()}`;
+  } catch (error) {
+    return `\n(and the state at the timeout could not be read: ${(error as Error).message})`;
   }
 }
 

@@ -10,6 +10,7 @@ import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
 import {
   agentLog,
+  agentLogTail,
   cluster,
   describeOnNode,
   eventsOf,
@@ -235,7 +236,12 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
             (await agentLog(ns.name, pod.metadata?.name ?? '')).some(
               (l) => l.target === 'app:/etc/log.yaml' && l.state === 'Propagating',
             ),
-          { what: 'the agent to see the subPath change pending', timeoutMs: 30_000, intervalMs: 250 },
+          {
+            what: 'the agent to see the subPath change pending',
+            timeoutMs: 30_000,
+            intervalMs: 250,
+            onTimeout: () => agentLogTail(ns.name, pod.metadata?.name ?? ''),
+          },
         );
       }
       for (const pod of before) killContainer(pod, 'config-sync');
@@ -280,6 +286,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         what: 'SubPathStale in alert mode',
         timeoutMs: 60_000,
         intervalMs: 500,
+        onTimeout: () => agentLogTail(ns.name, name),
       });
       const core = ns.admin.makeApiClient(CoreV1Api);
       // The app container dies and kubelet starts it again in the same Pod: it gets the new file.

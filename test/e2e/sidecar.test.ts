@@ -9,6 +9,7 @@ import { sample } from '../cluster/app.ts';
 import { waitFor, waitForSteady } from '../cluster/wait.ts';
 import {
   agentLog,
+  agentLogTail,
   agentMetrics,
   configVolumeOnNode,
   describeOnNode,
@@ -38,7 +39,12 @@ describeOnNode('deploy/sidecar on a real node', () => {
 
       const propagated = await waitFor(
         async () => (await agentLog(ns.name, name)).find((l) => l.msg === 'propagated'),
-        { what: 'the agent to see kubelet deliver the change', timeoutMs: 60_000, intervalMs: 500 },
+        {
+          what: 'the agent to see kubelet deliver the change',
+          timeoutMs: 60_000,
+          intervalMs: 500,
+          onTimeout: () => agentLogTail(ns.name, name),
+        },
       );
       const log = await agentLog(ns.name, name);
       const propagating = log.findIndex((l) => l.state === 'Propagating');
@@ -71,7 +77,12 @@ describeOnNode('deploy/sidecar on a real node', () => {
             const last = log.findLast((l) => l.target === 'app:/etc/app' && l.state);
             return last?.state === 'InSync' && sample(text, 'config_sync_in_sync') === 1 ? text : undefined;
           },
-          { what: 'in sync after the burst', timeoutMs: 60_000, intervalMs: 500 },
+          {
+            what: 'in sync after the burst',
+            timeoutMs: 60_000,
+            intervalMs: 500,
+            onTimeout: () => agentLogTail(ns.name, pod.metadata?.name ?? ''),
+          },
         );
         expect(sample(metrics, 'config_sync_file_watch_polling')).toBe(0);
         const log = await agentLog(ns.name, pod.metadata?.name ?? '');

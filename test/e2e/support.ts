@@ -240,6 +240,15 @@ export async function agentLog(namespace: string, pod: string): Promise<Record<s
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/**
+ * The agent's last `n` log lines, for a timeout's message (waitFor's onTimeout): its log lines
+ * carry names, states, hashes and reasons, never a value.
+ */
+export async function agentLogTail(namespace: string, pod: string, n = 20): Promise<string> {
+  const text = await kubectl('-n', namespace, 'logs', pod, '-c', 'config-sync', `--tail=${n}`);
+  return `the agent's last ${n} log lines (${pod}):\n${text.trimEnd()}`;
+}
+
 export async function restartsOf(admin: KubeConfig, namespace: string): Promise<string | undefined> {
   const d = await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ name: 'web', namespace });
   return d.spec?.template.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'];
