@@ -104,7 +104,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // whose own entries the file watch saw no event for is not listed again (volumeReader), and
   // the files of a kubelet update are hashed while kubelet writes them, before its swap.
   const volumeEntries = new VolumeEntries();
-  let entriesTrustedSince = clock();
+  let watchTrustedSince = clock();
   const payloadDigests = new PayloadDigests();
   const readVolume = volumeReader(Date.now, volumeEntries.version, payloadDigests.take);
   let envBaselines: Record<string, string> = { ...rt.envBaselines };
@@ -320,11 +320,13 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
   async function reconcile(): Promise<number | undefined> {
     const now = clock();
-    // At least once every --resync a pass reads the volumes' own entries again rather than keep
-    // what the file watch said was unchanged: an overflowed inotify queue loses events silently.
-    if (now - entriesTrustedSince >= options.resyncMs) {
+    // At least once every --resync a pass reads the volumes' own entries again, and stats or
+    // reads the files of kubelet's current payload, rather than keep what the file watch said
+    // was unchanged: an overflowed inotify queue loses events silently.
+    if (now - watchTrustedSince >= options.resyncMs) {
       volumeEntries.distrust();
-      entriesTrustedSince = now;
+      payloadDigests.distrust();
+      watchTrustedSince = now;
     }
     const t0 = performance.now();
     // (1) The duration metric is the local pass (read, hash, decide), not the API's answer time.

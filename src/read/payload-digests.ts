@@ -1,5 +1,6 @@
 // Digests of kubelet's new payload directory, taken while kubelet writes it, before it swaps
-// `..data` to it: the pass that follows the swap then has nothing left to read.
+// `..data` to it: the pass that follows the swap then has nothing left to read, nor do the passes
+// after it while nothing writes to the payload.
 //
 // Why: a kubelet update writes every file of the volume into a new `..<timestamp>` directory
 // and only then renames `..data` to point at it. The app can reload only after the swap, and in
@@ -19,13 +20,22 @@
 //     or after it was read drops what that read gave. The events of one inotify instance are
 //     handed out in the order they happened, so the `..data` rename that wakes the pass comes
 //     after the events of every write before it, and the pass sees no digest a write outdated.
-//  4. The pass takes the digests once (take()): a pass after it reads the files or stats
-//     them against their identity, as for any other file. The trust in the watch lasts from
-//     the write to the first pass after the swap, a few milliseconds.
-// The one hole is the kernel's: when its inotify queue overflows it drops events, and libuv
-// (node's fs.watch) drops the overflow notice too. It takes 16384 events queued in the agent's
-// one instance (the default fs.inotify.max_queued_events) while its thread is busy; a
-// digest a dropped event outdated would then be used by that one pass.
+//  4. The pass takes the digests (take()), hashing first the files whose events came after the
+//     last hashing turn. From then on the payload is what the app reads, and kubelet never
+//     writes to it again: the first event of its watch after that (a person's write, a chmod,
+//     kubelet's chown for an fsGroup or its removal of the directory at the next update) drops
+//     every digest of it at once, and the passes after read or stat the files as any other.
+//     Until then a later pass takes the same digests: the pass that confirms a reload right
+//     after it was sent, and the pass on the API's next change, read nothing either (each read
+//     every file again before, since files written within RACY_MS of a pass are not kept by
+//     the reader's own cache: two full reads per update, measured in the reload bench).
+// The holes are the kernel's and the event loop's: when its inotify queue overflows the kernel
+// drops events, and libuv (node's fs.watch) drops the overflow notice too (it takes 16384 events
+// queued in the agent's one instance, the default fs.inotify.max_queued_events, while its thread
+// is busy); and a write to the payload after the swap whose event is not yet handed out when a
+// pass runs is seen by the pass after the event, as a write made just after that pass would be.
+// So the taken digests are dropped at least once every --resync too (distrust()), as the
+// volume's listing is.
 //
 // Only files directly in the payload directory are kept: a watch does not see into its
 // subdirectories, so a key with a nested path (`items: [{path: a/b}]`) is read by the pass.
@@ -39,6 +49,8 @@ interface Payload {
   readonly digests: Map<string, HashedFile>;
   /** Names whose digest is missing or outdated; 'all' until the directory was first listed. */
   pending: Set<string> | 'all';
+  /** A pass took the digests: the payload is `..data`'s, and any event of it drops them all. */
+  taken: boolean;
 }
 
 export class PayloadDigests {
@@ -54,17 +66,23 @@ export class PayloadDigests {
 
   /** A watch of `dir/payload` is in place: from now on every write into it is told to changed(). */
   begin(dir: string, payload: string): void {
-    this.payloads.set(where(dir, payload), { digests: new Map(), pending: 'all' });
+    this.payloads.set(where(dir, payload), { digests: new Map(), pending: 'all', taken: false });
     this.schedule();
   }
 
   /**
    * An event of the payload's watch named `name` (null: any file may have changed). False when
-   * the payload is no longer followed (taken, or ended): its watch has nothing left to do.
+   * the payload is no longer followed (ended, or dropped by this event after a pass took its
+   * digests): its watch has nothing left to do.
    */
   changed(dir: string, payload: string, name: string | null): boolean {
-    const p = this.payloads.get(where(dir, payload));
+    const key = where(dir, payload);
+    const p = this.payloads.get(key);
     if (!p) return false;
+    if (p.taken) {
+      this.payloads.delete(key);
+      return false;
+    }
     if (name === null) {
       p.digests.clear();
       p.pending = 'all';
@@ -92,14 +110,26 @@ export class PayloadDigests {
   }
 
   /**
-   * The digests of `dir/payload`'s files that no event has outdated, by file name, handed over
-   * once: the payload is forgotten, so no later pass relies on the watch alone.
+   * Drops every taken payload's digests (not those of a payload kubelet is still writing): the
+   * passes after read or stat the files, so a lost event outdates nothing for longer than this.
+   */
+  distrust(): void {
+    for (const [key, p] of this.payloads) if (p.taken) this.payloads.delete(key);
+  }
+
+  /**
+   * The digests of `dir/payload`'s files that no event has outdated, by file name, once the files
+   * still pending are hashed. The same digests for every pass until an event of the payload or
+   * distrust() drops them (point 4 above); undefined where there are none.
    */
   readonly take = (dir: string, payload: string): ReadonlyMap<string, HashedFile> | undefined => {
-    const key = where(dir, payload);
-    const p = this.payloads.get(key);
-    this.payloads.delete(key);
-    return p?.digests;
+    const p = this.payloads.get(where(dir, payload));
+    if (!p) return undefined;
+    if (!p.taken) {
+      hashSome(where(dir, payload), p, Number.POSITIVE_INFINITY);
+      p.taken = true;
+    }
+    return p.digests;
   };
 
   private schedule(): void {
@@ -119,23 +149,31 @@ export class PayloadDigests {
   private hashPending(): void {
     let budget = FILES_PER_TURN;
     for (const [path, p] of this.payloads) {
-      if (p.pending === 'all') p.pending = new Set(listing(path));
-      for (const name of p.pending) {
-        if (budget === 0) {
-          this.schedule();
-          return;
-        }
-        budget -= 1;
-        p.pending.delete(name);
-        try {
-          p.digests.set(name, hashFile(`${path}/${name}`));
-        } catch {
-          // Gone, a directory, not a regular file: left for the pass to read and judge.
-          p.digests.delete(name);
-        }
+      if (p.taken) continue;
+      budget = hashSome(path, p, budget);
+      if (p.pending !== 'all' && p.pending.size > 0) {
+        this.schedule();
+        return;
       }
     }
   }
+}
+
+/** Hashes `budget` of `p`'s pending files in `path` at most; returns what is left of the budget. */
+function hashSome(path: string, p: Payload, budget: number): number {
+  if (p.pending === 'all') p.pending = new Set(listing(path));
+  for (const name of p.pending) {
+    if (budget === 0) return 0;
+    budget -= 1;
+    p.pending.delete(name);
+    try {
+      p.digests.set(name, hashFile(`${path}/${name}`));
+    } catch {
+      // Gone, a directory, not a regular file: left for the pass to read and judge.
+      p.digests.delete(name);
+    }
+  }
+  return budget;
 }
 
 function where(dir: string, payload: string): string {

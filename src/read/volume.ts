@@ -136,9 +136,10 @@ function digestFile(file: string, key: string, caching?: Caching): KeyDigest | '
     try {
       if (!caching) return hashFile(file).digest;
       const { cache, used } = caching;
-      // (0) A digest taken while kubelet wrote the file, that no write since has outdated
-      // (payload-digests.ts): the file is not touched at all. Kept for later passes under the
-      // same rule as one read here, since it was read the same way.
+      // (0) A digest taken while kubelet wrote the file, that no event of its directory's watch
+      // has outdated since (payload-digests.ts): the file is not touched at all. Kept in the
+      // reader's own cache under the same rule as one read here, since it was read the same
+      // way: the passes after the watch's digests are dropped stat the file against it.
       const prehashed = attempt === 0 ? caching.prehashed?.(key) : undefined;
       if (prehashed) {
         if (prehashed.identity.ctimeMs <= caching.startedAt - RACY_MS) used.set(file, prehashed);
@@ -200,7 +201,8 @@ export type EntriesVersion = (dir: string) => number | undefined;
 
 /**
  * The digests of the files of `dir`'s payload directory `payload`, by name, taken while kubelet
- * wrote it (src/read/payload-digests.ts), handed over once; undefined if there are none.
+ * wrote it and outdated by no event of its watch since (src/read/payload-digests.ts); undefined
+ * if there are none.
  */
 export type TakePayloadDigests = (
   dir: string,

@@ -422,8 +422,72 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     expect(opened).toEqual([]);
     expect(after.files.get('key-1')).toEqual(sha256('two-1'));
     expect(after).toEqual(readVolume(volume, paths, false));
-    // Handed over once: no later pass relies on the watch alone.
+  });
+
+  /** A pass's read, and the files it opened. */
+  function passOpening(read: ReturnType<typeof volumeReader>, volume: string) {
+    const open = vi.spyOn(fs, 'openSync');
+    const result = read(volume, paths, false);
+    const opened = open.mock.calls.map(([file]) => path.basename(String(file)));
+    open.mockRestore();
+    return { result, opened };
+  }
+
+  it('the passes after it open no file either while nothing writes to the payload', async () => {
+    // The files were written just now, too recently for the reader's own cache to keep them
+    // (RACY_MS): without the watch's digests each of these passes read all 20 again.
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    await passAfterSwap(read, volume, payload);
+    for (let pass = 0; pass < 3; pass += 1) {
+      const { result, opened } = passOpening(read, volume);
+      expect(opened).toEqual([]);
+      expect(result).toEqual(readVolume(volume, paths, false));
+    }
+  });
+
+  it('a write to the payload after the swap drops its digests: the next pass reads the files', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    await passAfterSwap(read, volume, payload);
+    fs.writeFileSync(path.join(volume, payload, 'key-3'), 'tampered');
+    await barrier();
     expect(payloads.take(volume, payload)).toBeUndefined();
+    const { result, opened } = passOpening(read, volume);
+    expect(opened).toContain('key-3');
+    expect(result.files.get('key-3')).toEqual(sha256('tampered'));
+    expect(result).toEqual(readVolume(volume, paths, false));
+  });
+
+  it('an attribute change of a payload file after the swap drops its digests too', async () => {
+    // kubelet's chown and chmod of the whole volume for an fsGroup, or a person's chmod: not a
+    // write, but nothing tells the two apart without reading.
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    await passAfterSwap(read, volume, payload);
+    fs.chmodSync(path.join(volume, payload, 'key-7'), 0o600);
+    await barrier();
+    expect(payloads.take(volume, payload)).toBeUndefined();
+    expect(passOpening(read, volume).opened).toContain('key-7');
+  });
+
+  it('drops the taken digests when told to distrust the watch (each --resync)', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    await passAfterSwap(read, volume, payload);
+    payloads.distrust();
+    expect(payloads.take(volume, payload)).toBeUndefined();
+    const { result, opened } = passOpening(read, volume);
+    expect(opened).toHaveLength(20);
+    expect(result).toEqual(readVolume(volume, paths, false));
+  });
+
+  it('keeps the digests of a payload kubelet still writes when told to distrust the watch', async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    payloads.distrust(); // a --resync pass while kubelet writes: its work is not thrown away
+    const { opened } = await passAfterSwap(read, volume, payload);
+    expect(opened).toEqual([]);
   });
 
   it('drops the digest of a file written after it was hashed: the pass reads that file', async () => {
@@ -474,11 +538,27 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     const held: (() => void)[] = [];
     payloads = new PayloadDigests((run) => held.push(run));
     const { volume } = await volumeOf20();
+    writePayload(volume, keys(20, 'two'));
+    await barrier();
+    const open = vi.spyOn(fs, 'openSync');
+    for (const run of held.splice(0)) run();
+    expect(open).toHaveBeenCalledTimes(10);
+    expect(held).toHaveLength(1); // another turn asked for, for the other ten
+  });
+
+  it('a swap before the hashing caught up: the first pass hashes the rest, the next opens none', async () => {
+    const held: (() => void)[] = [];
+    payloads = new PayloadDigests((run) => held.push(run));
+    const { volume, read } = await volumeOf20();
     const payload = writePayload(volume, keys(20, 'two'));
     await barrier();
-    for (const run of held.splice(0)) run();
-    expect(held).toHaveLength(1); // another turn asked for, for the other ten
-    expect(payloads.take(volume, payload)?.size).toBe(10);
+    held.shift()?.(); // one turn: ten files hashed
+    const first = await passAfterSwap(read, volume, payload);
+    expect(first.opened).toHaveLength(10);
+    expect(first.after).toEqual(readVolume(volume, paths, false));
+    const next = passOpening(read, volume);
+    expect(next.opened).toEqual([]);
+    expect(next.result).toEqual(first.after);
   });
 
   it('forgets a payload directory removed before any swap to it', async () => {
