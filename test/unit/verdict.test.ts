@@ -1,4 +1,5 @@
 // The verdict state machine: every transition, on digests only.
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { EnvTarget, VolumeTarget } from '../../src/discover/targets.ts';
 import { expectEnv, expectVolume } from '../../src/verify/expected.ts';
@@ -269,6 +270,27 @@ describe('projection rules (expectVolume)', () => {
     const bin = Buffer.from([0, 255, 10]);
     const snap = snapshotConfigMap({ metadata: { name: 'x' }, binaryData: { b: bin.toString('base64') } });
     expect(snap.keys.get('b')).toEqual({ sha256: sha256(bin), size: 3 });
+  });
+
+  it('hashes a data value as the UTF-8 bytes kubelet writes, its size in bytes', () => {
+    const value = 'naïve — 東京\n';
+    const bytes = Buffer.from(value, 'utf8');
+    const snap = snapshotConfigMap({ metadata: { name: 'x' }, data: { k: value } });
+    expect(snap.keys.get('k')).toEqual({
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      size: bytes.byteLength,
+    });
+    expect(bytes.byteLength).toBeGreaterThan(value.length);
+  });
+
+  it('fingerprints are the HMAC of the digest under the Pod’s key, 12 hex characters', () => {
+    const key = Buffer.alloc(32, 7);
+    const digest = sha256(Buffer.from('v'));
+    const expected = createHmac('sha256', key).update(digest).digest('hex').slice(0, 12);
+    const fingerprint = keyedFingerprint(key);
+    expect(fingerprint(digest)).toBe(expected);
+    expect(fingerprint(digest)).toBe(expected); // the key imported once serves every call
+    expect(keyedFingerprint(Buffer.alloc(32, 8))(digest)).not.toBe(expected);
   });
 });
 
