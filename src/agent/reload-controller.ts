@@ -64,10 +64,30 @@ export interface ReloadController {
   afterInSync(verdicts: readonly Verdict[], now: number): Promise<{ retryAt?: number }>;
 }
 
+/**
+ * configHash, answered again from the last call while every source's lookup gives the same
+ * snapshot object (the cache replaces a snapshot on each change and never alters one). Why:
+ * configHash sorts and digests every key of every source, and a pass asks for it two or three
+ * times, twice before the reload's POST; for 100 keys that was about 0.5 ms a change in the
+ * reload bench's profile.
+ */
+function lastConfigHash(lookup: SourceLookup, sources: readonly SourceRef[]): () => string {
+  let last: { readonly views: readonly unknown[]; readonly hash: string } | undefined;
+  return () => {
+    const views = sources.map((ref) => {
+      const state = lookup(ref);
+      return state?.state === 'present' ? state.snapshot : state?.state;
+    });
+    if (last?.views.every((view, i) => view === views[i])) return last.hash;
+    last = { views, hash: configHash(lookup, sources) };
+    return last.hash;
+  };
+}
+
 export function reloadController(deps: ReloadDeps): ReloadController {
   const { log, metrics } = deps;
   let reload: ReloadState = INITIAL_RELOAD_STATE;
-  const current = () => configHash(deps.lookup, deps.sources);
+  const current = lastConfigHash(deps.lookup, deps.sources);
   const shown = () => configVersion(deps.lookup, deps.sources);
 
   /** Volume targets whose `..data` swapped after their app container started (Pod status). */
