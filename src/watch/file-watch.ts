@@ -98,6 +98,9 @@ export function statSignature(p: string): string {
   return parts.join('|');
 }
 
+/** kubelet's name for the new `..data` link before its rename over `..data` (AtomicWriter). */
+const NEW_DATA_LINK = '..data_tmp';
+
 /** kubelet's own entries in a volume directory other than `..data`: `..<timestamp>` and `..data_tmp`. */
 function isPayloadEntry(name: string): boolean {
   return name.startsWith('..') && name !== DATA_LINK;
@@ -192,6 +195,10 @@ function payloadWatches(dir: string, digests: PayloadDigests) {
   };
   return {
     entryChanged(name: string): void {
+      // kubelet's new link, made and renamed over `..data` right before the swap's event: a
+      // link, never a payload directory, so its two events need no lstat. (A directory's own
+      // events all come as `rename`, its chmod too: libuv adds IN_ISDIR to the mask it reads.)
+      if (name === NEW_DATA_LINK) return;
       const full = `${dir}/${name}`;
       let isDirectory = false;
       try {

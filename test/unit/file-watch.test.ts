@@ -587,6 +587,22 @@ describe('watchFiles: the watches of kubelet’s payload directories', () => {
     return count;
   }
 
+  it('does not look up kubelet’s `..data_tmp` link, made and renamed right before the swap', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(5, 'v0') }));
+    await start([volume]);
+    // The events are handed to the watch after the writes return: the spy, set then, sees the
+    // watch's calls only, not the writer's.
+    atomicWrite(volume, configMapPayload({ data: keys(5, 'v1') }));
+    const lstat = vi.spyOn(fs, 'lstatSync');
+    await barrier();
+    const looked = lstat.mock.calls.map(([file]) => path.basename(String(file)));
+    lstat.mockRestore();
+    expect(looked.some((name) => name.startsWith('..2'))).toBe(true); // the payload directories'
+    expect(looked).not.toContain('..data_tmp');
+  });
+
   it('keeps at most the current payload’s watch through updates, and none once stopped', async () => {
     const volume = path.join(dir, 'volume');
     fs.mkdirSync(volume);
