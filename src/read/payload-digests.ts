@@ -123,10 +123,11 @@ export class PayloadDigests {
    * distrust() drops them (point 4 above); undefined where there are none.
    */
   readonly take = (dir: string, payload: string): ReadonlyMap<string, HashedFile> | undefined => {
-    const p = this.payloads.get(where(dir, payload));
+    const path = where(dir, payload);
+    const p = this.payloads.get(path);
     if (!p) return undefined;
     if (!p.taken) {
-      hashSome(where(dir, payload), p, Number.POSITIVE_INFINITY);
+      hashSome(path, p, Number.POSITIVE_INFINITY);
       p.taken = true;
     }
     return p.digests;
