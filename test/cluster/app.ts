@@ -182,7 +182,8 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
       stderr += c.toString();
     });
     child.once('error', reject);
-    child.once('exit', (status) => resolve({ status, stdout, stderr }));
+    // 'close': after the exit and the last of both streams ('exit' may come before them).
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
 

@@ -101,10 +101,18 @@ export function buildTool(name: 'helm' | 'opa' | 'kubelet-writer'): Promise<stri
       out += c.toString();
     });
     child.once('error', reject);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': 'exit' may come before the last of stdout has been read, and a cached
+    // tool's path, printed just before the script exits, was then missed (a bench run failed
+    // with "exit 0" on 2026-12-05).
+    child.once('close', (code) => {
       const binary = out.trim().split('\n').at(-1);
       if (code === 0 && binary) resolve(binary);
-      else reject(new Error(`test/cluster/build-tool.sh ${name} failed (exit ${code})`));
+      else
+        reject(
+          new Error(
+            `test/cluster/build-tool.sh ${name} failed (exit ${code}${code === 0 ? ', and it printed no path' : ''})`,
+          ),
+        );
     });
   });
 }

@@ -20,7 +20,11 @@ it('the demo runs every step and ends with exactly one restart', async () => {
   child.stderr.on('data', (c: Buffer) => {
     out += c.toString();
   });
+  const closed = new Promise((resolve) => child.once('close', resolve));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // The last lines may still be in the pipes at 'exit': wait for both to end, 5 s at most in
+  // case something the demo started holds them open.
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
   expect(out, out).toContain('Exactly 1 restart for 2 agents that saw the same drift. Done.');
   for (let n = 1; n <= 8; n += 1) expect(out).toContain(`[${n}/8]`);
   expect(out).toMatch(/InSync again; propagation measured \d+\.\d+ s/);
