@@ -402,15 +402,28 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     return payload;
   }
 
-  /** kubelet's swap to `payload`, then the pass it wakes: what it read, and the files it opened. */
-  async function passAfterSwap(read: ReturnType<typeof volumeReader>, volume: string, payload: string) {
-    swap(volume, payload);
-    await barrier();
+  /** A pass's read, and the files it opened. */
+  function passOpening(read: ReturnType<typeof volumeReader>, volume: string) {
     const open = vi.spyOn(fs, 'openSync');
     const after = read(volume, paths, false);
     const opened = open.mock.calls.map(([file]) => path.basename(String(file)));
     open.mockRestore();
     return { after, opened };
+  }
+
+  /** kubelet's swap to `payload`, then the pass it wakes: what it read, and the files it opened. */
+  async function passAfterSwap(read: ReturnType<typeof volumeReader>, volume: string, payload: string) {
+    swap(volume, payload);
+    await barrier();
+    return passOpening(read, volume);
+  }
+
+  /** A volume whose update was hashed ahead, swapped to, and read by the pass after the swap. */
+  async function afterTheSwap() {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    await passAfterSwap(read, volume, payload);
+    return { volume, read, payload };
   }
 
   it('the pass after the swap opens no file, and gives what a full read gives', async () => {
@@ -424,47 +437,32 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     expect(after).toEqual(readVolume(volume, paths, false));
   });
 
-  /** A pass's read, and the files it opened. */
-  function passOpening(read: ReturnType<typeof volumeReader>, volume: string) {
-    const open = vi.spyOn(fs, 'openSync');
-    const result = read(volume, paths, false);
-    const opened = open.mock.calls.map(([file]) => path.basename(String(file)));
-    open.mockRestore();
-    return { result, opened };
-  }
-
   it('the passes after it open no file either while nothing writes to the payload', async () => {
     // The files were written just now, too recently for the reader's own cache to keep them
     // (RACY_MS): without the watch's digests each of these passes read all 20 again.
-    const { volume, read } = await volumeOf20();
-    const payload = await hashedPayload(volume);
-    await passAfterSwap(read, volume, payload);
+    const { volume, read } = await afterTheSwap();
     for (let pass = 0; pass < 3; pass += 1) {
-      const { result, opened } = passOpening(read, volume);
+      const { after, opened } = passOpening(read, volume);
       expect(opened).toEqual([]);
-      expect(result).toEqual(readVolume(volume, paths, false));
+      expect(after).toEqual(readVolume(volume, paths, false));
     }
   });
 
   it('a write to the payload after the swap drops its digests: the next pass reads the files', async () => {
-    const { volume, read } = await volumeOf20();
-    const payload = await hashedPayload(volume);
-    await passAfterSwap(read, volume, payload);
+    const { volume, read, payload } = await afterTheSwap();
     fs.writeFileSync(path.join(volume, payload, 'key-3'), 'tampered');
     await barrier();
     expect(payloads.take(volume, payload)).toBeUndefined();
-    const { result, opened } = passOpening(read, volume);
+    const { after, opened } = passOpening(read, volume);
     expect(opened).toContain('key-3');
-    expect(result.files.get('key-3')).toEqual(sha256('tampered'));
-    expect(result).toEqual(readVolume(volume, paths, false));
+    expect(after.files.get('key-3')).toEqual(sha256('tampered'));
+    expect(after).toEqual(readVolume(volume, paths, false));
   });
 
   it('an attribute change of a payload file after the swap drops its digests too', async () => {
     // kubelet's chown and chmod of the whole volume for an fsGroup, or a person's chmod: not a
     // write, but nothing tells the two apart without reading.
-    const { volume, read } = await volumeOf20();
-    const payload = await hashedPayload(volume);
-    await passAfterSwap(read, volume, payload);
+    const { volume, read, payload } = await afterTheSwap();
     fs.chmodSync(path.join(volume, payload, 'key-7'), 0o600);
     await barrier();
     expect(payloads.take(volume, payload)).toBeUndefined();
@@ -472,14 +470,12 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
   });
 
   it('drops the taken digests when told to distrust the watch (each --resync)', async () => {
-    const { volume, read } = await volumeOf20();
-    const payload = await hashedPayload(volume);
-    await passAfterSwap(read, volume, payload);
+    const { volume, read, payload } = await afterTheSwap();
     payloads.distrust();
     expect(payloads.take(volume, payload)).toBeUndefined();
-    const { result, opened } = passOpening(read, volume);
+    const { after, opened } = passOpening(read, volume);
     expect(opened).toHaveLength(20);
-    expect(result).toEqual(readVolume(volume, paths, false));
+    expect(after).toEqual(readVolume(volume, paths, false));
   });
 
   it('keeps the digests of a payload kubelet still writes when told to distrust the watch', async () => {
@@ -558,7 +554,7 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     expect(first.after).toEqual(readVolume(volume, paths, false));
     const next = passOpening(read, volume);
     expect(next.opened).toEqual([]);
-    expect(next.result).toEqual(first.after);
+    expect(next.after).toEqual(first.after);
   });
 
   it('forgets a payload directory removed before any swap to it', async () => {
