@@ -159,12 +159,23 @@ function watchVolume(
   const payloads = options.payloads && payloadWatches(dir, options.payloads);
   const { ino, dev } = fs.statSync(dir);
   const self: WatchedDirectory = { name: path.basename(dir), ino, dev };
+  // The entries an lstat showed to be symlinks (`..data`, the keys' links), until an event says
+  // the entry was made, removed or renamed (`rename`). A `change` of one is then told without
+  // an lstat: inotify hands out the events in order, so an entry replaced since has had its
+  // `rename` handled first. Why: an fsGroup's walk changes the owner and mode of every link
+  // right before each swap, 100 lstats for 100 keys on the way to the swap's event.
+  const links = new Set<string>();
   const watcher = fs.watch(dir, (event, name) => {
     if (name !== null && isPayloadEntry(name)) {
       payloads?.entryChanged(name);
       return;
     }
-    if (name !== null && changesNothingRead(dir, self, event, name)) return;
+    if (name !== null && event === 'rename') links.delete(name);
+    if (name !== null && event === 'change' && links.has(name)) return;
+    if (name !== null && changesNothingRead(dir, self, event, name)) {
+      if (event === 'change') links.add(name); // true for a `change` only where it is a symlink
+      return;
+    }
     if (name !== DATA_LINK) options.entries?.changed(dir);
     options.onChange(`inotify ${event} ${dir}/${name ?? '*'}`);
   });

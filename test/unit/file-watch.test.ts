@@ -269,6 +269,32 @@ describe('watchFiles: inotify alone', () => {
     expect(reasons.slice(moved, await barrier())).toEqual([`inotify rename ${volume}/volume`]);
   });
 
+  it('looks up each link once for an fsGroup’s walks: the next walk’s events need no lstat', async () => {
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(volume);
+    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
+    await start([volume]);
+    const { uid, gid } = fs.statSync(volume);
+    const links = ['..data', ...Object.keys(keys(20, 'one'))];
+    const walk = async () => {
+      for (const entry of links) fs.lchownSync(path.join(volume, entry), uid, gid);
+      const lstat = vi.spyOn(fs, 'lstatSync');
+      const mark = reasons.length;
+      const end = await barrier();
+      const looked = lstat.mock.calls.map(([file]) => path.basename(String(file)));
+      lstat.mockRestore();
+      expect(reasons.slice(mark, end)).toEqual([]);
+      return looked.filter((name) => links.includes(name));
+    };
+    expect((await walk()).sort()).toEqual([...links].sort());
+    expect(await walk()).toEqual([]);
+    // A link replaced (its `rename`) is looked up again at its next `change`.
+    fs.rmSync(path.join(volume, 'key-5'));
+    fs.symlinkSync('..data/key-5', path.join(volume, 'key-5'));
+    await barrier();
+    expect(await walk()).toEqual(['key-5']);
+  });
+
   it('stays quiet while the volume is only read, as every pass reads it', async () => {
     // A read that woke the loop would make every pass wake the next one: the agent would never
     // idle. The events of the reads, if any, come before the barrier's.
