@@ -137,12 +137,18 @@ function keys(n: number, value: string): Record<string, string> {
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`key-${i}`, `${value}-${i}`]));
 }
 
+/** A volume kubelet wrote with `n` keys (`key-<i>` = `<value>-<i>`), watched from now on. */
+async function watchedVolume(n: number, value = 'one'): Promise<string> {
+  const volume = path.join(dir, 'volume');
+  fs.mkdirSync(volume);
+  atomicWrite(volume, configMapPayload({ data: keys(n, value) }));
+  await start([volume]);
+  return volume;
+}
+
 describe('watchFiles: inotify alone', () => {
   it('wakes on each ..data swap of a kubelet volume of 100 keys', async () => {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(100, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(100);
     for (const value of ['two', 'three']) {
       const mark = reasons.length;
       atomicWrite(volume, configMapPayload({ data: keys(100, value) }));
@@ -155,10 +161,7 @@ describe('watchFiles: inotify alone', () => {
     // kubelet makes the link of a new key (and removes that of a key gone) after the rename:
     // a pass woken by the rename alone may run before it, and see the key missing (or still
     // there), so the link's own event must wake the loop again.
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(3);
     let mark = reasons.length;
     atomicWrite(volume, configMapPayload({ data: { ...keys(3, 'one'), added: 'x' } }));
     let end = await barrier();
@@ -171,10 +174,7 @@ describe('watchFiles: inotify alone', () => {
   });
 
   it('wakes for the rename of ..data, not for each step of kubelet’s update around it', async () => {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(10, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(10);
     for (const value of ['two', 'three']) {
       const mark = reasons.length;
       atomicWrite(volume, configMapPayload({ data: keys(10, value) }));
@@ -216,10 +216,7 @@ describe('watchFiles: inotify alone', () => {
   it('counts the events naming a volume’s own entries, not those of ..data or kubelet’s payload', async () => {
     // The reader keeps a volume's listing while this count stands (volume-entries.ts): a key's
     // link made or removed must move it, and an update that adds or removes no key must not.
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(3);
     expect(entries.version(volume)).toBe(0);
     atomicWrite(volume, configMapPayload({ data: keys(3, 'two') }));
     await barrier();
@@ -245,10 +242,7 @@ describe('watchFiles: inotify alone', () => {
     // What kubelet does to a volume before each swap for a Pod with an fsGroup (a chown and a
     // chmod of every entry, the directory first), with the process's own owner so that any user
     // can run it: the kernel reports each all the same.
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(3);
     const { uid, gid } = fs.statSync(volume);
     const mark = reasons.length;
     fs.lchownSync(volume, uid, gid);
@@ -270,10 +264,7 @@ describe('watchFiles: inotify alone', () => {
   });
 
   it('looks up each link once for an fsGroup’s walks: the next walk’s events need no lstat', async () => {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(20);
     const { uid, gid } = fs.statSync(volume);
     const links = ['..data', ...Object.keys(keys(20, 'one'))];
     const walk = async () => {
@@ -298,10 +289,7 @@ describe('watchFiles: inotify alone', () => {
   it('stays quiet while the volume is only read, as every pass reads it', async () => {
     // A read that woke the loop would make every pass wake the next one: the agent would never
     // idle. The events of the reads, if any, come before the barrier's.
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(3);
     const mark = reasons.length;
     for (const key of Object.keys(keys(3, 'one'))) fs.readFileSync(path.join(volume, key));
     fs.readdirSync(volume);
@@ -411,13 +399,23 @@ const sha256 = (text: string) => ({
 describe('watchFiles and the reader: a kubelet update hashed while kubelet writes it', () => {
   const paths = Object.keys(keys(20, 'one'));
   async function volumeOf20(): Promise<{ volume: string; read: ReturnType<typeof volumeReader> }> {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(20);
     const read = volumeReader(Date.now, entries.version, payloads.take);
     read(volume, paths, false); // the agent's first pass
     return { volume, read };
+  }
+
+  /**
+   * kubelet's new payload written and its events handed out, with the hashing turns they asked
+   * for held back (`held`) for the test to run, as when the pass comes before them.
+   */
+  async function writtenWithHashingHeld() {
+    const held: (() => void)[] = [];
+    payloads = new PayloadDigests((run) => held.push(run));
+    const { volume, read } = await volumeOf20();
+    const payload = writePayload(volume, keys(20, 'two'));
+    await barrier();
+    return { held, volume, read, payload };
   }
 
   /** kubelet's new payload written, its events handed out, and every file it named hashed. */
@@ -516,11 +514,7 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     // The swap comes right after the write, as kubelet's would: the write's event is handed out
     // before the swap's, so it has outdated the digest by the time a pass runs. The hashing the
     // event asks for is held back here, as when the pass runs before it.
-    const held: (() => void)[] = [];
-    payloads = new PayloadDigests((run) => held.push(run));
-    const { volume, read } = await volumeOf20();
-    const payload = writePayload(volume, keys(20, 'two'));
-    await barrier();
+    const { held, volume, read, payload } = await writtenWithHashingHeld();
     while (held.length > 0) held.shift()?.();
     fs.writeFileSync(path.join(volume, payload, 'key-3'), 'written after');
     const { after, opened } = await passAfterSwap(read, volume, payload);
@@ -557,11 +551,7 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
   });
 
   it('hashes ten files a turn of the event loop, so the swap’s event waits for no more', async () => {
-    const held: (() => void)[] = [];
-    payloads = new PayloadDigests((run) => held.push(run));
-    const { volume } = await volumeOf20();
-    writePayload(volume, keys(20, 'two'));
-    await barrier();
+    const { held } = await writtenWithHashingHeld();
     const open = vi.spyOn(fs, 'openSync');
     for (const run of held.splice(0)) run();
     expect(open).toHaveBeenCalledTimes(10);
@@ -569,11 +559,7 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
   });
 
   it('a swap before the hashing caught up: the first pass hashes the rest, the next opens none', async () => {
-    const held: (() => void)[] = [];
-    payloads = new PayloadDigests((run) => held.push(run));
-    const { volume, read } = await volumeOf20();
-    const payload = writePayload(volume, keys(20, 'two'));
-    await barrier();
+    const { held, volume, read, payload } = await writtenWithHashingHeld();
     held.shift()?.(); // one turn: ten files hashed
     const first = await passAfterSwap(read, volume, payload);
     expect(first.opened).toHaveLength(10);
@@ -610,10 +596,7 @@ describe('watchFiles: the watches of kubelet’s payload directories', () => {
   }
 
   it('does not look up kubelet’s `..data_tmp` link, made and renamed right before the swap', async () => {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(5, 'v0') }));
-    await start([volume]);
+    const volume = await watchedVolume(5, 'v0');
     // The events are handed to the watch after the writes return: the spy, set then, sees the
     // watch's calls only, not the writer's.
     atomicWrite(volume, configMapPayload({ data: keys(5, 'v1') }));
@@ -646,10 +629,7 @@ describe('watchFiles: the watches of kubelet’s payload directories', () => {
   });
 
   it('stops following a payload once its digests are taken: kubelet’s removal of it later is one event', async () => {
-    const volume = path.join(dir, 'volume');
-    fs.mkdirSync(volume);
-    atomicWrite(volume, configMapPayload({ data: keys(20, 'one') }));
-    await start([volume]);
+    const volume = await watchedVolume(20);
     const read = volumeReader(Date.now, entries.version, payloads.take);
     const { timestampDir: first } = atomicWrite(volume, configMapPayload({ data: keys(20, 'two') }));
     await barrier();
