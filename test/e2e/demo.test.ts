@@ -6,6 +6,7 @@ import path from 'node:path';
 import { expect, it } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { nodeUnsupported } from '../cluster/node.ts';
+import { waitFor } from '../cluster/wait.ts';
 
 it('the demo runs every step and ends with exactly one restart', async () => {
   const child = spawn(process.execPath, [path.join(root, 'scripts/demo.ts')], {
@@ -20,11 +21,19 @@ it('the demo runs every step and ends with exactly one restart', async () => {
   child.stderr.on('data', (c: Buffer) => {
     out += c.toString();
   });
-  const closed = new Promise((resolve) => child.once('close', resolve));
+  let closed = false;
+  child.once('close', () => {
+    closed = true;
+  });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  // The last lines may still be in the pipes at 'exit': wait for both to end, 5 s at most in
-  // case something the demo started holds them open.
-  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  // The last lines may still be in the pipes at 'exit': wait until both have ended ('close').
+  // The demo's own processes log to files, so nothing it left running holds them open.
+  await waitFor(() => closed || undefined, {
+    what: "the demo's output to end after it exited",
+    timeoutMs: 30_000,
+    intervalMs: 20,
+    onTimeout: () => `its output so far:\n${out.slice(-2000)}`,
+  });
   expect(out, out).toContain('Exactly 1 restart for 2 agents that saw the same drift. Done.');
   for (let n = 1; n <= 8; n += 1) expect(out).toContain(`[${n}/8]`);
   expect(out).toMatch(/InSync again; propagation measured \d+\.\d+ s/);
