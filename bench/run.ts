@@ -1,8 +1,9 @@
 // config-sync benchmarks: every figure beside a baseline measured in the same run, on the same
 // machine, so the ratios mean something on any machine. Run with `npm run bench` (it builds
 // first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window;
-// BENCH_SAMPLES=1 also prints every API change -> verdict sample, in order; BENCH_ONLY=reload,restart
-// runs only the measures named (hash, idle, file, api, reload, restart, node);
+// BENCH_SAMPLES=1 also prints every API change -> verdict sample and every reload row's pairs
+// (agent/raw ms), in order; BENCH_ONLY=reload,restart runs only the measures named (hash, idle,
+// file, api, reload, restart, node);
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap.
 //
@@ -872,6 +873,12 @@ async function main(): Promise<void> {
           agent: ((cpuSeconds(reloader.pid as number) - cpuBefore.agent) * 1000) / latencySamples,
           raw: ((cpuSeconds(rawReloader.pid as number) - cpuBefore.raw) * 1000) / latencySamples,
         };
+        if (process.env.BENCH_SAMPLES)
+          console.log(
+            `[bench] reload${variant} samples, agent/raw ms: ${postLatency
+              .map((x, j) => `${x.toFixed(2)}/${(rawPostLatency[j] as number).toFixed(2)}`)
+              .join(' ')}`,
+          );
         reloader.kill('SIGTERM');
         rawReloader.kill('SIGTERM');
         reloadApp.kill('SIGTERM');
