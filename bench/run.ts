@@ -1018,6 +1018,7 @@ async function main(): Promise<void> {
       };
       await grantRawAgent(kc, rs, 'config-sync-agent', 'raw-agent');
       const rawRestarters: ReturnType<typeof spawn>[] = [];
+      let rawAgentPid = 0;
       for (const [name, reads] of [
         ['raw', 'none'],
         ['raw-read', 'source'],
@@ -1054,6 +1055,7 @@ async function main(): Promise<void> {
         });
         await new Promise((resolve) => child.stdout?.once('data', resolve));
         rawRestarters.push(child);
+        if (reads === 'agent') rawAgentPid = child.pid as number;
       }
       const lastHash: Record<string, string> = {};
       const patchedAt: Record<string, number> = {};
@@ -1093,7 +1095,6 @@ async function main(): Promise<void> {
       const rawReadPatchLatency: number[] = [];
       const rawAgentPatchLatency: number[] = [];
       const apiWatchLatency: number[] = [];
-      const rawAgentPid = rawRestarters[2]?.pid as number;
       const waitBefore = {
         agent: mainThreadWaitSeconds(restarter.pid as number),
         raw: mainThreadWaitSeconds(rawAgentPid),
