@@ -349,6 +349,20 @@ function cpuSeconds(pid: number): number {
 function mainThreadWaitSeconds(pid: number): number {
   return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
 }
+/**
+ * A per-process counter of seconds (cpuSeconds, mainThreadWaitSeconds) read now for the agent
+ * and its baseline; the function returned gives what each added since, in ms per sample.
+ */
+function perSampleMs(
+  counter: (pid: number) => number,
+  pids: { readonly agent: number; readonly raw: number },
+): (samples: number) => { agent: number; raw: number } {
+  const before = { agent: counter(pids.agent), raw: counter(pids.raw) };
+  return (samples) => ({
+    agent: ((counter(pids.agent) - before.agent) * 1000) / samples,
+    raw: ((counter(pids.raw) - before.raw) * 1000) / samples,
+  });
+}
 async function ready(port: number): Promise<void> {
   await waitFor(
     async () => {
@@ -846,17 +860,12 @@ async function main(): Promise<void> {
         });
         const postLatency: number[] = [];
         const rawPostLatency: number[] = [];
-        // CPU over the samples, per update: the agent's includes its pass on the API's change
-        // (Propagating) and its hashing while the files are written, the baseline's only its
-        // wake-up and POST.
-        const cpuBefore = {
-          agent: cpuSeconds(reloader.pid as number),
-          raw: cpuSeconds(rawReloader.pid as number),
-        };
-        const waitBefore = {
-          agent: mainThreadWaitSeconds(reloader.pid as number),
-          raw: mainThreadWaitSeconds(rawReloader.pid as number),
-        };
+        // CPU, and the main thread's wait for a core, over the samples, per update: the agent's
+        // include its pass on the API's change (Propagating) and its hashing while the files are
+        // written, the baseline's only its wake-up and POST.
+        const pids = { agent: reloader.pid as number, raw: rawReloader.pid as number };
+        const cpuSince = perSampleMs(cpuSeconds, pids);
+        const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
         for (let i = 0; i < latencySamples; i += 1) {
           const content = { ...reloadData, 'key-000.yaml': `reload ${i}\n` };
           const seen = reloadLines.length;
@@ -884,14 +893,8 @@ async function main(): Promise<void> {
             what: 'a quiet spell',
           });
         }
-        const cpuPerUpdateMs = {
-          agent: ((cpuSeconds(reloader.pid as number) - cpuBefore.agent) * 1000) / latencySamples,
-          raw: ((cpuSeconds(rawReloader.pid as number) - cpuBefore.raw) * 1000) / latencySamples,
-        };
-        const waitPerUpdateMs = {
-          agent: ((mainThreadWaitSeconds(reloader.pid as number) - waitBefore.agent) * 1000) / latencySamples,
-          raw: ((mainThreadWaitSeconds(rawReloader.pid as number) - waitBefore.raw) * 1000) / latencySamples,
-        };
+        const cpuPerUpdateMs = cpuSince(latencySamples);
+        const waitPerUpdateMs = waitSince(latencySamples);
         if (process.env.BENCH_SAMPLES)
           console.log(
             `[bench] reload${variant} samples, agent/raw ms: ${postLatency
@@ -1095,10 +1098,10 @@ async function main(): Promise<void> {
       const rawReadPatchLatency: number[] = [];
       const rawAgentPatchLatency: number[] = [];
       const apiWatchLatency: number[] = [];
-      const waitBefore = {
-        agent: mainThreadWaitSeconds(restarter.pid as number),
-        raw: mainThreadWaitSeconds(rawAgentPid),
-      };
+      const waitSince = perSampleMs(mainThreadWaitSeconds, {
+        agent: restarter.pid as number,
+        raw: rawAgentPid,
+      });
       for (let i = 0; i < latencySamples; i += 1) {
         for (const name of Object.keys(patchedAt)) delete patchedAt[name];
         changedAt = 0;
@@ -1121,10 +1124,7 @@ async function main(): Promise<void> {
         rawAgentPatchLatency.push((patchedAt['raw-agent'] as number) - t);
         apiWatchLatency.push(changedAt - t);
       }
-      const waitPerChangeMs = {
-        agent: ((mainThreadWaitSeconds(restarter.pid as number) - waitBefore.agent) * 1000) / latencySamples,
-        raw: ((mainThreadWaitSeconds(rawAgentPid) - waitBefore.raw) * 1000) / latencySamples,
-      };
+      const waitPerChangeMs = waitSince(latencySamples);
       deployments.abort();
       configMaps.abort();
       restarter.kill('SIGTERM');
