@@ -48,11 +48,14 @@ const inSync = (p: V1Pod) =>
   p.status?.conditions?.find((c) => c.type === 'config-sync.io/InSync' && c.status === 'True') !== undefined;
 
 /** The agent's log lines of one Pod, as `kubectl logs` shows them (kubelet serves them). */
-async function agentLog(admin: KubeConfig, pod: string): Promise<Record<string, unknown>[]> {
-  const text = await admin
+function agentLogText(admin: KubeConfig, pod: string): Promise<string> {
+  return admin
     .makeApiClient(CoreV1Api)
     .readNamespacedPodLog({ name: pod, namespace: NAMESPACE, container: 'config-sync' });
-  return text
+}
+
+async function agentLog(admin: KubeConfig, pod: string): Promise<Record<string, unknown>[]> {
+  return (await agentLogText(admin, pod))
     .split('\n')
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -128,6 +131,10 @@ export async function demoOnNode(): Promise<void> {
           what: 'kubelet to propagate the change',
           timeoutMs: 60_000,
           intervalMs: 250,
+          // Why it did not (a CI run timed out here once, 2026-12-06): the agent's log says what
+          // each pass found, with hashes, sizes and paths only.
+          onTimeout: async () =>
+            `the agent's last 20 log lines (${name}):\n${(await agentLogText(admin, name)).trimEnd().split('\n').slice(-20).join('\n')}`,
         },
       );
       detail(
