@@ -33,7 +33,9 @@
 //     the metrics API report), against an idle bare `node` HTTP server container from the same
 //     image with the sidecar's probes, in the same run, measured the same way; and kubelet's
 //     real propagation delay (the agent's config_sync_propagation_seconds), with the
-//     syncFrequency named.
+//     syncFrequency named; then reload mode in a real Pod: kubelet's own swap -> the app
+//     container's reload POST from the shipped agent, against a raw inotify -> POST container
+//     in the same Pod, without and with an fsGroup (reloadOnRealNode).
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -136,6 +138,8 @@ function wholeNumberFromEnv(name: string, fallback: number, min: number, max: nu
   return value;
 }
 const idleSeconds = wholeNumberFromEnv('BENCH_IDLE_SECONDS', 60, 1, 3600);
+/** The port of the app container in the real node's reload rows (bench/reload-app.mjs). */
+const APP_PORT = 8080;
 /**
  * Samples of the reload and restart rows (BENCH_LATENCY_SAMPLES). With 100, p99 was the second
  * slowest sample, and the same build measured from -0.0 to +4.1 ms over the raw baseline in runs
@@ -1389,6 +1393,7 @@ async function onRealNode(): Promise<void> {
       target: 'reported',
       ok: true,
     });
+    await reloadOnRealNode(kc, namespace);
   } finally {
     await node?.stop();
     await plane.stop();
@@ -1397,6 +1402,269 @@ async function onRealNode(): Promise<void> {
 }
 
 await main();
+
+/**
+ * Measure 10's reload rows: what a reload-mode user sees in a real Pod. The example's `web` is
+ * turned into a reload-mode workload of one replica: the shipped agent as its sidecar with
+ * `--on-drift reload`, an app container (bench/reload-app.mjs) stamping each POST's arrival, and
+ * beside them a third container running bench/baselines/raw-reload.mjs, which POSTs on every
+ * `..data` swap of the same volume (configmap-reload's job) with the moment it saw the swap. All
+ * three are the shipped image's Node, in the Pod's cgroups, on the node's two cores with
+ * kubelet, containerd and the control plane. kubelet itself writes each update (100 keys, one
+ * of them changed), at its syncFrequency (1s) after the API's change, so the agent has seen the
+ * change (Propagating) when the swap comes. Each update gives one POST of each; both are timed
+ * from the raw container's inotify callback (the swap as a reloader first sees it), and paired
+ * on the same swap. Twice: without an fsGroup and with one (kubelet then chowns and chmods the
+ * whole volume before each swap). CPU per update is the containers' own (cgroup); the wait for a
+ * core is each container's Node main thread's (its host PID's schedstat).
+ */
+async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const samples = Math.max(3, Math.ceil(latencySamples / 3));
+  // The example's two keys (log.yaml stays: the subPath target, never changed here) and more,
+  // up to BENCH_RELOAD_KEYS in all.
+  const example = (await core.readNamespacedConfigMap({ name: 'web-config', namespace })).data ?? {};
+  const data: Record<string, string> = { ...example };
+  for (let i = 0; Object.keys(data).length < Math.max(reloadKeys, 2); i += 1)
+    data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
+  const setData = (d: Record<string, string>) =>
+    core.replaceNamespacedConfigMap({
+      name: 'web-config',
+      namespace,
+      body: { metadata: { name: 'web-config' }, data: d },
+    });
+  await setData(data);
+
+  const keysNamed = `${Object.keys(data).length} keys`;
+  for (const { variant, fsGroup } of [
+    { variant: '', fsGroup: undefined },
+    { variant: ', fsGroup', fsGroup: 65532 },
+  ]) {
+    const pod = await rollOutReloadWeb(apps, core, namespace, fsGroup);
+    const name = pod.metadata?.name ?? '';
+    const ids = Object.fromEntries(
+      [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map((c) => [
+        c.name,
+        c.containerID?.replace(/^containerd:\/\//, '') ?? '',
+      ]),
+    );
+    const agentId = ids['config-sync'] ?? '';
+    const rawId = ids.raw ?? '';
+    const stampsUrl = `http://${pod.status?.podIP}:${APP_PORT}/stamps`;
+    const stamps = async () =>
+      (await (await fetch(stampsUrl, { signal: AbortSignal.timeout(5000) })).json()) as {
+        url: string;
+        atNs: string;
+        seenNs?: string;
+      }[];
+    const posts = (all: Awaited<ReturnType<typeof stamps>>, url: string) => all.filter((s) => s.url === url);
+    const start = await stamps();
+    const agentBefore = posts(start, '/agent').length;
+    const rawBefore = posts(start, '/raw').length;
+    const mainPid = (id: string) =>
+      Number(
+        fs.readFileSync(path.join(containerCgroup('cpuacct', id), 'cgroup.procs'), 'utf8').split('\n')[0],
+      );
+    const pids = { agent: mainPid(agentId), raw: mainPid(rawId) };
+    const requestsUrl = `http://${pod.status?.podIP}:9464/metrics`;
+    const requests0 = await apiRequestsByVerb(requestsUrl);
+    const cpu0 = { agent: cpuNanos(agentId), raw: cpuNanos(rawId) };
+    const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
+    const agentMs: number[] = [];
+    const rawMs: number[] = [];
+    for (let i = 0; i < samples; i += 1) {
+      await setData({ ...data, 'key-000.yaml': `reload ${i}${variant}\n` });
+      const all = await waitFor(
+        async () => {
+          const now = await stamps();
+          return posts(now, '/agent').length > agentBefore + i && posts(now, '/raw').length > rawBefore + i
+            ? now
+            : undefined;
+        },
+        {
+          what: `kubelet's swap and both reload POSTs (${name}, update ${i})`,
+          timeoutMs: 30_000,
+          intervalMs: 50,
+        },
+      );
+      // One POST of each per update, or the pairs below would pair different swaps.
+      const agentPosts = posts(all, '/agent');
+      const rawPosts = posts(all, '/raw');
+      if (agentPosts.length !== agentBefore + i + 1 || rawPosts.length !== rawBefore + i + 1)
+        throw new Error(
+          `${i + 1} updates, ${agentPosts.length - agentBefore} reloads from the agent, ${rawPosts.length - rawBefore} from the raw reloader`,
+        );
+      const raw = rawPosts[rawBefore + i];
+      const agent = agentPosts[agentBefore + i];
+      if (!raw?.seenNs || !agent) throw new Error('a reload POST without its stamps');
+      const seen = BigInt(raw.seenNs);
+      agentMs.push(Number(BigInt(agent.atNs) - seen) / 1e6);
+      rawMs.push(Number(BigInt(raw.atNs) - seen) / 1e6);
+    }
+    const cpuPerUpdateMs = {
+      agent: (cpuNanos(agentId) - cpu0.agent) / 1e6 / samples,
+      raw: (cpuNanos(rawId) - cpu0.raw) / 1e6 / samples,
+    };
+    const waitPerUpdateMs = waitSince(samples);
+    const requests1 = await apiRequestsByVerb(requestsUrl);
+    const requestsPerUpdate = Object.entries(requests1)
+      .map(([verb, n]) => [verb, (n - (requests0[verb] ?? 0)) / samples] as const)
+      .filter(([, n]) => n > 0)
+      .map(([verb, n]) => `${fmt(n, 2)} ${verb}`)
+      .join(', ');
+    if (process.env.BENCH_SAMPLES)
+      console.log(
+        `[bench] real node reload${variant} samples, agent/raw ms: ${agentMs
+          .map((x, j) => `${x.toFixed(2)}/${(rawMs[j] as number).toFixed(2)}`)
+          .join(' ')}`,
+      );
+    const baselineName = 'raw inotify -> POST container';
+    rows.push(
+      latencyRow(
+        `real node: ..data swap (kubelet's) -> reload POST, ${keysNamed}${variant}`,
+        agentMs,
+        { name: baselineName, samples: rawMs },
+        { overBaselineMs: 2, why: 'issue 13' },
+      ),
+      perChangeRow(
+        `real node: container CPU per update (cgroup), reload mode${variant}`,
+        cpuPerUpdateMs,
+        baselineName,
+      ),
+      perChangeRow(
+        `  waited for a core per update (main thread)${variant}`,
+        waitPerUpdateMs,
+        baselineName,
+        "(report: the machine's contention)",
+      ),
+      {
+        what: `  the agent's API requests per update${variant}`,
+        ours: requestsPerUpdate || 'none',
+        baseline: `${baselineName}: none`,
+        relation: '',
+        target: '(report)',
+        ok: true,
+      },
+    );
+  }
+}
+
+/** The agent's config_sync_api_requests_total, by verb, from its /metrics. */
+async function apiRequestsByVerb(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
+  const byVerb: Record<string, number> = {};
+  for (const [, verb, n] of text.matchAll(/^config_sync_api_requests_total\{verb="([a-z]+)"\} (\S+)$/gm))
+    if (verb) byVerb[verb] = Number(n);
+  return byVerb;
+}
+
+/**
+ * Turns the example's `web` into the reload rows' workload (above) and waits for its one new Pod
+ * to run every container and report InSync; `fsGroup` sets the Pod's.
+ */
+async function rollOutReloadWeb(
+  apps: AppsV1Api,
+  core: CoreV1Api,
+  namespace: string,
+  fsGroup: number | undefined,
+): Promise<V1Pod> {
+  const web = await apps.readNamespacedDeployment({ name: 'web', namespace });
+  const spec = web.spec?.template.spec;
+  const sidecar = spec?.initContainers?.find((c) => c.name === 'config-sync');
+  const app = spec?.containers.find((c) => c.name === 'app');
+  const image = sidecar?.image;
+  if (!web.spec || !spec || !sidecar || !app || !image)
+    throw new Error('the example has no web with config-sync and app');
+  web.spec.replicas = 1;
+  const { fsGroup: _, ...podSecurity } = spec.securityContext ?? {};
+  spec.securityContext = fsGroup === undefined ? podSecurity : { ...podSecurity, fsGroup };
+  sidecar.args = [
+    'agent',
+    '--on-drift',
+    'reload',
+    '--reload-url',
+    `http://127.0.0.1:${APP_PORT}/agent`,
+    '--reload-settle',
+    '200ms',
+    // The app's mounts only: the raw reloader's container mounts the same volume, and is not
+    // what the agent is there for.
+    '--container',
+    'app',
+  ];
+  // The scripts go in as `-e` programs, not a volume: the agent would take a ConfigMap volume
+  // for a target of its own. The word after the program is its process.argv[1], as a script's
+  // path would be.
+  const script = (file: string, ...args: string[]) => [
+    '/nodejs/bin/node',
+    '--input-type=module',
+    '-e',
+    fs.readFileSync(path.join(import.meta.dirname, file), 'utf8'),
+    file,
+    ...args,
+  ];
+  spec.containers = [
+    { ...app, image, command: script('reload-app.mjs', '0.0.0.0', String(APP_PORT)) },
+    {
+      name: 'raw',
+      image,
+      command: script('baselines/raw-reload.mjs', '/etc/app', `http://127.0.0.1:${APP_PORT}/raw`),
+      volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
+      ...(app.securityContext ? { securityContext: app.securityContext } : {}),
+    },
+  ];
+  const generation = (await apps.replaceNamespacedDeployment({ name: 'web', namespace, body: web })).metadata
+    ?.generation;
+  return waitFor(
+    async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'web', namespace });
+      if (d.status?.observedGeneration !== generation || d.status?.updatedReplicas !== 1) return undefined;
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items;
+      if (pods.length !== 1) return undefined;
+      const [pod] = pods;
+      const running = [
+        ...(pod?.status?.containerStatuses ?? []),
+        ...(pod?.status?.initContainerStatuses ?? []),
+      ];
+      const inSync = pod?.status?.conditions?.some(
+        (c) => c.type === 'config-sync.io/InSync' && c.status === 'True',
+      );
+      return pod && inSync && running.length === 3 && running.every((c) => c.state?.running)
+        ? pod
+        : undefined;
+    },
+    {
+      what: `web rolled out in reload mode${fsGroup === undefined ? '' : ', fsGroup'}`,
+      timeoutMs: 180_000,
+      intervalMs: 500,
+      // What kept it: each Pod's phase, conditions and container states, and the agent's last lines.
+      onTimeout: async () => {
+        const pods = (await core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items;
+        const lines: string[] = [];
+        for (const p of pods) {
+          const statuses = [
+            ...(p.status?.initContainerStatuses ?? []),
+            ...(p.status?.containerStatuses ?? []),
+          ];
+          lines.push(
+            `${p.metadata?.name} ${p.status?.phase} ${JSON.stringify(p.status?.conditions?.map((c) => `${c.type}=${c.status}`))}`,
+            ...statuses.map((c) => `  ${c.name}: ${JSON.stringify(c.state)}`),
+          );
+          const log = await core
+            .readNamespacedPodLog({
+              name: p.metadata?.name ?? '',
+              namespace,
+              container: 'config-sync',
+              tailLines: 10,
+            })
+            .catch((error: Error) => error.message);
+          lines.push(log);
+        }
+        return lines.join('\n');
+      },
+    },
+  );
+}
 
 /**
  * Lets the agent's ServiceAccount read and patch the `raw-agent` Deployment, as its own Role
