@@ -16,26 +16,33 @@ export interface PodStatusUpdate {
   readonly matchedVersions?: string;
 }
 
-// Pod conditions merge by `type` under a strategic merge patch, so this never disturbs the
-// conditions kubelet owns (Ready, ContainersReady, ...).
+// One strategic merge patch of pods/status carries both: the condition (Pod conditions merge by
+// `type`, so this never disturbs the ones kubelet owns: Ready, ContainersReady, ...) and, when in
+// sync, the annotations. The status subresource resets only the spec, deletionTimestamp and
+// ownerReferences of what it is sent, so the annotations are kept (the own-Pod admission policy
+// checks them on pods/status as on pods). Why one request: whoever waits for the condition
+// (`kubectl wait`, a readiness gate, `config-sync status`) then finds the last-config-sync that
+// goes with it in the same object version, and each verified match is one API write, not two
+// (a reload was three Pod PATCHes and an Event; docs/benchmarks.md, 2026-12-06).
 export async function writePodStatus(
   client: KubeClient,
   namespace: string,
   pod: string,
   update: PodStatusUpdate,
 ): Promise<void> {
-  // The annotations first (metadata and status are two requests): whoever waits for the
-  // condition (`kubectl wait`, a readiness gate, `config-sync status`) then finds the
-  // last-config-sync that goes with it, not the one before.
-  if (update.lastConfigSync) {
-    await annotatePod(client, namespace, pod, {
-      [ANNOTATION.lastConfigSync]: update.lastConfigSync.toISOString(),
-      [ANNOTATION.matchedVersions]: update.matchedVersions ?? '',
-    });
-  }
   await client.patch(
     { resource: 'pods', namespace, name: pod, subresource: 'status' },
     {
+      ...(update.lastConfigSync
+        ? {
+            metadata: {
+              annotations: {
+                [ANNOTATION.lastConfigSync]: update.lastConfigSync.toISOString(),
+                [ANNOTATION.matchedVersions]: update.matchedVersions ?? '',
+              },
+            },
+          }
+        : {}),
       status: {
         conditions: [
           {

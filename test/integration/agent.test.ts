@@ -90,6 +90,8 @@ describe('in sync, then a normal propagation', () => {
       }),
     ).toBeGreaterThan(0);
 
+    const patchesBefore = sample(metrics, 'config_sync_api_requests_total', { verb: 'patch' }) ?? 0;
+
     // The API changes; kubelet takes a moment, then swaps the files.
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
     await a.waitFor((l) => l.state === 'Propagating', 'Propagating');
@@ -97,7 +99,24 @@ describe('in sync, then a normal propagation', () => {
     const propagated = await a.waitFor((l) => l.msg === 'propagated', 'the propagation time');
     expect(propagated.propagationSeconds).toBeGreaterThan(0);
     expect(propagated.propagationSeconds).toBeLessThan(30);
+    // Each status write is one request: the Propagating condition, then the InSync condition
+    // with the new match's annotations in the same patch (pods/status).
+    const version = (
+      await ns.admin
+        .makeApiClient(CoreV1Api)
+        .readNamespacedConfigMap({ name: 'web-config', namespace: ns.name })
+    ).metadata?.resourceVersion;
+    await waitFor(
+      async () =>
+        (await podCondition(ns.admin, ns.name, (pod as AppPod).name)).annotations[
+          'config-sync.io/matched-versions'
+        ] === `ConfigMap/web-config@${version}` || undefined,
+      { what: 'the new match recorded on the Pod' },
+    );
+    const after = await podCondition(ns.admin, ns.name, (pod as AppPod).name);
+    expect(after.condition?.reason).toBe('InSync');
     metrics = await a.metrics();
+    expect(sample(metrics, 'config_sync_api_requests_total', { verb: 'patch' })).toBe(patchesBefore + 2);
     expect(sample(metrics, 'config_sync_propagation_seconds_count')).toBe(1);
     expect(sample(metrics, 'config_sync_in_sync')).toBe(1);
     expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
