@@ -257,9 +257,14 @@ export async function restartsOf(admin: KubeConfig, namespace: string): Promise<
 export async function eventsOf(
   admin: KubeConfig,
   namespace: string,
-): Promise<{ reason: string; message: string }[]> {
+): Promise<{ reason: string; message: string; pod: string; at: string }[]> {
   const list = await admin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace });
-  return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '' }));
+  return list.items.map((e) => ({
+    reason: e.reason ?? '',
+    message: e.message ?? '',
+    pod: e.involvedObject.name ?? '',
+    at: String(e.eventTime ?? e.firstTimestamp ?? ''),
+  }));
 }
 
 /**
