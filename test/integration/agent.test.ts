@@ -106,14 +106,15 @@ describe('in sync, then a normal propagation', () => {
         .makeApiClient(CoreV1Api)
         .readNamespacedConfigMap({ name: 'web-config', namespace: ns.name })
     ).metadata?.resourceVersion;
-    await waitFor(
-      async () =>
-        (await podCondition(ns.admin, ns.name, (pod as AppPod).name)).annotations[
-          'config-sync.io/matched-versions'
-        ] === `ConfigMap/web-config@${version}` || undefined,
+    const after = await waitFor(
+      async () => {
+        const now = await podCondition(ns.admin, ns.name, (pod as AppPod).name);
+        return now.annotations['config-sync.io/matched-versions'] === `ConfigMap/web-config@${version}`
+          ? now
+          : undefined;
+      },
       { what: 'the new match recorded on the Pod' },
     );
-    const after = await podCondition(ns.admin, ns.name, (pod as AppPod).name);
     expect(after.condition?.reason).toBe('InSync');
     metrics = await a.metrics();
     expect(sample(metrics, 'config_sync_api_requests_total', { verb: 'patch' })).toBe(patchesBefore + 2);
