@@ -371,18 +371,26 @@ function mainThreadWaitSeconds(pid: number): number {
   return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
 }
 /**
- * A per-process counter of seconds (cpuSeconds, mainThreadWaitSeconds) read now for the agent
- * and its baseline; the function returned gives what each added since, in ms per sample.
+ * A counter of seconds (cpuSeconds and mainThreadWaitSeconds by PID, containerCpuSeconds by
+ * container) read now for the agent and its baseline; the function returned gives what each
+ * added since, in ms per sample.
  */
-function perSampleMs(
-  counter: (pid: number) => number,
-  pids: { readonly agent: number; readonly raw: number },
+function perSampleMs<K>(
+  counter: (key: K) => number,
+  keys: { readonly agent: K; readonly raw: K },
 ): (samples: number) => { agent: number; raw: number } {
-  const before = { agent: counter(pids.agent), raw: counter(pids.raw) };
+  const before = { agent: counter(keys.agent), raw: counter(keys.raw) };
   return (samples) => ({
-    agent: ((counter(pids.agent) - before.agent) * 1000) / samples,
-    raw: ((counter(pids.raw) - before.raw) * 1000) / samples,
+    agent: ((counter(keys.agent) - before.agent) * 1000) / samples,
+    raw: ((counter(keys.raw) - before.raw) * 1000) / samples,
   });
+}
+/** The agent's config_sync_api_requests_total by verb, from the text of its /metrics. */
+function apiRequestsByVerb(metrics: string): Record<string, number> {
+  const byVerb: Record<string, number> = {};
+  for (const [, verb, n] of metrics.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\S+)$/gm))
+    if (verb) byVerb[verb] = Number(n);
+  return byVerb;
 }
 async function ready(port: number): Promise<void> {
   await waitFor(
@@ -551,9 +559,9 @@ async function main(): Promise<void> {
     });
     const metricsText = async () => (await fetch(`http://127.0.0.1:${agentPort}/metrics`)).text();
     const nonWatch = (text: string) =>
-      [...text.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\d+)/gm)]
-        .filter((m) => m[1] !== 'watch')
-        .reduce((n, m) => n + Number(m[2]), 0);
+      Object.entries(apiRequestsByVerb(text))
+        .filter(([verb]) => verb !== 'watch')
+        .reduce((n, [, count]) => n + count, 0);
 
     await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
     if (only('idle')) {
@@ -1233,6 +1241,18 @@ function workingSetMiB(containerId: string): number {
   return (usage - Math.min(usage, inactive)) / 2 ** 20;
 }
 
+/** A container's CPU time in seconds, from its cgroup (cpuNanos). */
+function containerCpuSeconds(containerId: string): number {
+  return cpuNanos(containerId) / 1e9;
+}
+
+/** The containerd ID of a Pod's container (init containers included), from the Pod's status. */
+function containerIdOf(pod: V1Pod, name: string): string | undefined {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]
+    .find((c) => c.name === name)
+    ?.containerID?.replace(/^containerd:\/\//, '');
+}
+
 function cpuNanos(containerId: string): number {
   return Number(fs.readFileSync(path.join(containerCgroup('cpuacct', containerId), 'cpuacct.usage'), 'utf8'));
 }
@@ -1301,10 +1321,6 @@ async function onRealNode(): Promise<void> {
     const kc = new KubeConfig();
     kc.loadFromFile(plane.info.adminKubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
-    const idOf = (p: V1Pod, name: string) =>
-      [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])]
-        .find((c) => c.name === name)
-        ?.containerID?.replace(/^containerd:\/\//, '');
     const pods = await waitFor(
       async () => {
         const list = (await core.listNamespacedPod({ namespace })).items;
@@ -1318,8 +1334,8 @@ async function onRealNode(): Promise<void> {
       },
       { what: 'the example Pods InSync and the bare node Pod Running', timeoutMs: 120_000, intervalMs: 500 },
     );
-    const agents = pods.web.map((p) => idOf(p, 'config-sync') ?? '');
-    const bareId = idOf(pods.bare, 'node') ?? '';
+    const agents = pods.web.map((p) => containerIdOf(p, 'config-sync') ?? '');
+    const bareId = containerIdOf(pods.bare, 'node') ?? '';
 
     // Propagation first, then the idle window (so the window starts quiet).
     const propagation: number[] = [];
@@ -1444,14 +1460,8 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
   ]) {
     const pod = await rollOutReloadWeb(apps, core, namespace, fsGroup);
     const name = pod.metadata?.name ?? '';
-    const ids = Object.fromEntries(
-      [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map((c) => [
-        c.name,
-        c.containerID?.replace(/^containerd:\/\//, '') ?? '',
-      ]),
-    );
-    const agentId = ids['config-sync'] ?? '';
-    const rawId = ids.raw ?? '';
+    const agentId = containerIdOf(pod, 'config-sync') ?? '';
+    const rawId = containerIdOf(pod, 'raw') ?? '';
     const stampsUrl = `http://${pod.status?.podIP}:${APP_PORT}/stamps`;
     const stamps = async () =>
       (await (await fetch(stampsUrl, { signal: AbortSignal.timeout(5000) })).json()) as {
@@ -1469,8 +1479,8 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
       );
     const pids = { agent: mainPid(agentId), raw: mainPid(rawId) };
     const requestsUrl = `http://${pod.status?.podIP}:9464/metrics`;
-    const requests0 = await apiRequestsByVerb(requestsUrl);
-    const cpu0 = { agent: cpuNanos(agentId), raw: cpuNanos(rawId) };
+    const requests0 = apiRequestsByVerb(await metricsOf(requestsUrl));
+    const cpuSince = perSampleMs(containerCpuSeconds, { agent: agentId, raw: rawId });
     const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
     const agentMs: number[] = [];
     const rawMs: number[] = [];
@@ -1503,12 +1513,9 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
       agentMs.push(Number(BigInt(agent.atNs) - seen) / 1e6);
       rawMs.push(Number(BigInt(raw.atNs) - seen) / 1e6);
     }
-    const cpuPerUpdateMs = {
-      agent: (cpuNanos(agentId) - cpu0.agent) / 1e6 / samples,
-      raw: (cpuNanos(rawId) - cpu0.raw) / 1e6 / samples,
-    };
+    const cpuPerUpdateMs = cpuSince(samples);
     const waitPerUpdateMs = waitSince(samples);
-    const requests1 = await apiRequestsByVerb(requestsUrl);
+    const requests1 = apiRequestsByVerb(await metricsOf(requestsUrl));
     const requestsPerUpdate = Object.entries(requests1)
       .map(([verb, n]) => [verb, (n - (requests0[verb] ?? 0)) / samples] as const)
       .filter(([, n]) => n > 0)
@@ -1551,13 +1558,8 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
   }
 }
 
-/** The agent's config_sync_api_requests_total, by verb, from its /metrics. */
-async function apiRequestsByVerb(url: string): Promise<Record<string, number>> {
-  const text = await (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
-  const byVerb: Record<string, number> = {};
-  for (const [, verb, n] of text.matchAll(/^config_sync_api_requests_total\{verb="([a-z]+)"\} (\S+)$/gm))
-    if (verb) byVerb[verb] = Number(n);
-  return byVerb;
+async function metricsOf(url: string): Promise<string> {
+  return (await fetch(url, { signal: AbortSignal.timeout(5000) })).text();
 }
 
 /**
