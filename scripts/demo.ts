@@ -162,12 +162,16 @@ async function main(): Promise<void> {
     step(7, `The agents heal it, after the ${DEBOUNCE} debounce`);
     for (const [i, a] of agents.entries()) {
       const line = await a.waitFor(
-        (l) => l.msg === 'restarted workload' || l.decision === 'deduped',
+        (l) => l.msg === 'restarted workload' || l.decision === 'deduped' || l.alert === 'PodTerminating',
         'a heal decision',
       );
-      detail(
-        `${pods[i]?.name}: ${line.msg === 'restarted workload' ? 'restarted Deployment web' : 'deduped: a sibling already restarted Deployment web'}`,
-      );
+      const told =
+        line.msg === 'restarted workload'
+          ? 'restarted Deployment web'
+          : line.decision === 'deduped'
+            ? 'deduped: a sibling already restarted Deployment web'
+            : 'not restarting: this Pod is already being deleted by the rollout';
+      detail(`${pods[i]?.name}: ${told}`);
     }
     const annotations = await templateAnnotations(admin, NAMESPACE);
     detail(

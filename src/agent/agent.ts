@@ -15,8 +15,9 @@
 //      API says now (confirmView); record metrics and any new env baseline;
 //  (2) in reload mode, once all is in sync, tell the app (first: it is what the user waits for);
 //  (3) log each verdict that changed, and the propagation time of what just caught up;
-//  (4) if anything drifted: find the owner, plan, and act once per distinct plan (restart,
-//      dedupe or alert), with an Event on the Pod; a 409 wakes the loop to re-plan at once;
+//  (4) if anything drifted: find the owner and read the Pod again (one being deleted never
+//      restarts), plan, and act once per distinct plan (restart, dedupe or alert), with an
+//      Event on the Pod; a 409 wakes the loop to re-plan at once;
 //      in reload mode, wait for the app's answer;
 //  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (6) return the earliest deadline (a grace window, a retry) for the loop's sleep.
@@ -142,19 +143,22 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (report.event) await event(report.event.reason, report.event.message, report.event.type);
   }
 
-  // (3) `owner`: the workload as read beside the sources' confirmation (confirmView), so the
-  // restart waits for one round trip fewer; read here when the caller has none.
+  // (3) `owner` and `pod`: the workload and the agent's own Pod as read beside the sources'
+  // confirmation (confirmView), so the restart waits for one round trip fewer; read here when
+  // the caller has none. The Pod is read again because a deletion comes long after the start,
+  // and a Pod being deleted does not restart its workload (planner step 3b).
   async function act(
     verdicts: readonly Verdict[],
     now: number,
     owner?: Promise<OwnerState>,
+    pod?: Promise<V1Pod | undefined>,
   ): Promise<{ retryAt?: number; conflict?: boolean }> {
     let plan: Plan;
     try {
-      const ownerState = await (owner ?? currentOwner());
+      const [ownerState, ownPod] = await Promise.all([owner ?? currentOwner(), pod ?? readOwnPod()]);
       plan = await gateRestart(
         rt,
-        planFor(rt, verdicts, ownerState, lookup, now),
+        planFor(rt, verdicts, ownerState, lookup, now, ownPod ?? rt.pod),
         ownerState,
         lookup,
         now,
@@ -244,47 +248,58 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // corrects a stale copy), the Pod's container starts are read again where a drifted target
   // depends on them (d: env and subPath targets), and the pass is decided again on that. A
   // source the API could not confirm is Unknown for this pass.
-  // The owning workload is read at the same time: if the drift stands, the plan needs it, and
-  // reading it after the confirmation was one more round trip before the restart.
+  // The owning workload and the agent's own Pod are read at the same time: if the drift stands,
+  // the plan needs both, and reading them after the confirmation was one more round trip before
+  // the restart.
   async function confirmView(
     pass: PassResult,
     now: number,
-  ): Promise<{ pass: PassResult; owner?: Promise<OwnerState>; unconfirmed?: boolean }> {
+  ): Promise<{
+    pass: PassResult;
+    owner?: Promise<OwnerState>;
+    pod?: Promise<V1Pod | undefined>;
+    unconfirmed?: boolean;
+  }> {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return { pass };
     const driftedTargets = rt.targets.filter((t) => drifted.has(targetId(t)));
     const owner = currentOwner();
     owner.catch(() => {}); // act() reports a failed read; unawaited when the drift goes away
+    const pod = readOwnPod();
     const [{ corrected, unconfirmed }, restarted] = await Promise.all([
       cache.confirm(referencedSources(driftedTargets)),
-      driftedTargets.some(readsContainerStarts) ? refreshStarts() : false,
+      driftedTargets.some(readsContainerStarts) ? pod.then(refreshStarts) : false,
     ]);
-    if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner };
+    if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner, pod };
     return {
       pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now),
       owner,
+      pod,
       unconfirmed: unconfirmed.size > 0,
     };
   }
 
-  // (d) An app container that restarted since the agent last read its Pod holds the config of
-  // its restart for env and subPath targets (container-view.ts): the Pod's status is read again
-  // with the sources, and a changed start is decided again too. Returns whether one changed.
-  async function refreshStarts(): Promise<boolean> {
-    if (!podRef) return false;
+  /** The agent's own Pod as the API has it now; undefined where it has no Pod or the read failed. */
+  async function readOwnPod(): Promise<V1Pod | undefined> {
+    if (!podRef) return undefined;
     try {
-      const pod = await rt.client.get<V1Pod>({
-        resource: 'pods',
-        namespace: rt.namespace,
-        name: podRef.name,
-      });
-      const fresh = containerStarts(pod, agentStartedAt);
-      const changed = JSON.stringify(fresh.byContainer) !== JSON.stringify(starts.byContainer);
-      starts = fresh;
-      return changed;
+      return await rt.client.get<V1Pod>({ resource: 'pods', namespace: rt.namespace, name: podRef.name });
     } catch {
-      return false; // the sources' re-read says what the API cannot answer
+      // The sources' re-read says what the API cannot answer; the plan keeps the Pod as read at
+      // the start, so a failed read holds back no restart it would have made before.
+      return undefined;
     }
+  }
+
+  // (d) An app container that restarted since the agent last read its Pod holds the config of
+  // its restart for env and subPath targets (container-view.ts): the Pod's status, as read with
+  // the sources, decides them again where a start changed. Returns whether one changed.
+  function refreshStarts(pod: V1Pod | undefined): boolean {
+    if (!pod) return false;
+    const fresh = containerStarts(pod, agentStartedAt);
+    const changed = JSON.stringify(fresh.byContainer) !== JSON.stringify(starts.byContainer);
+    starts = fresh;
+    return changed;
   }
 
   function runPass(view: SourceLookup, now: number): PassResult {
@@ -333,7 +348,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     const first = runPass(lookup, now);
     reload?.see(now);
     metrics.duration.observe((performance.now() - t0) / 1000);
-    const { pass, owner, unconfirmed } = await confirmView(first, now);
+    const { pass, owner, pod, unconfirmed } = await confirmView(first, now);
     memory = pass.memory;
     const drifted = pass.verdicts.filter(isDrift);
     // A source counts as mismatched in this pass when any target that reads it drifted.
@@ -381,7 +396,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
     // (4)
     let retryAt: number | undefined;
-    if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now, owner));
+    if (drifted.length > 0) ({ retryAt } = await act(pass.verdicts, now, owner, pod));
     if (reloading) ({ retryAt } = await reloading);
     await Promise.all(driftEvents);
     // (5)

@@ -1,25 +1,32 @@
 // The heal planner's input as this Pod gives it, for the agent and the one-shot commands alike.
+import type { V1Pod } from '@kubernetes/client-node';
 import { type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import { configVersion, type SourceLookup } from '../verify/expected.ts';
 import type { Verdict } from '../verify/verdict.ts';
 import type { Runtime } from './runtime.ts';
 
-/** The planner's input as this Pod gives it: its own config hash, the sources' digest, the policy. */
+/**
+ * The planner's input as this Pod gives it: its own config hash, whether it is being deleted, the
+ * sources' digest, the policy. `pod` is the Pod as last read (the agent reads it again before it
+ * acts: a deletion comes long after the start).
+ */
 export function planFor(
   rt: Runtime,
   verdicts: readonly Verdict[],
   owner: OwnerState,
   lookup: SourceLookup,
   now: number,
+  pod: V1Pod | undefined = rt.pod,
 ): Plan {
   return planHeal({
     verdicts,
     owner,
-    podConfigHash: rt.pod?.metadata?.annotations?.[ANNOTATION.configHash],
-    podCreatedAt: rt.pod?.metadata?.creationTimestamp
-      ? new Date(rt.pod.metadata.creationTimestamp).getTime()
+    podConfigHash: pod?.metadata?.annotations?.[ANNOTATION.configHash],
+    podCreatedAt: pod?.metadata?.creationTimestamp
+      ? new Date(pod.metadata.creationTimestamp).getTime()
       : undefined,
+    podTerminating: Boolean(pod?.metadata?.deletionTimestamp),
     expectedConfigHash: configVersion(lookup, rt.sources),
     policy: rt.config.heal,
     now,

@@ -44,6 +44,8 @@ export interface PlanInput {
   readonly podConfigHash: string | undefined;
   /** When the pod was created (ms): for a kind whose Pods do not inherit the config hash. */
   readonly podCreatedAt?: number | undefined;
+  /** The pod is being deleted (its deletionTimestamp is set), as last read. */
+  readonly podTerminating?: boolean;
   /** The digest of every source as the API has it now. */
   readonly expectedConfigHash: string;
   readonly policy: HealPolicy;
@@ -56,6 +58,7 @@ export type AlertReason =
   | 'SourceMissing'
   | 'CircuitOpen'
   | 'UnsupportedOwner'
+  | 'PodTerminating'
   | 'AlertOnly'
   | 'RateLimited'
   | 'PolicyDenied';
@@ -89,6 +92,11 @@ export interface Plan {
  *  (2) a source gone from the API (SourceMissing): alert, never restart, even if others drift:
  *      new pods could not mount it, so a restart would break a working pod;
  *  (3) nothing drifted: nothing to do (InSync, Propagating and Unknown wait);
+ *  (3b) this pod is being deleted: alert, never restart. Its files stop mattering when it is
+ *      gone, and the pods that replace it mount the sources afresh and judge for themselves.
+ *      A restart from here would come from a pod of a rollout already under way (the old pods
+ *      of a template change, whose agents outlive their apps as native sidecars do) or of a
+ *      scale-down, and would start a second rollout nobody needs;
  *  (4) an owner config-sync does not restart (kube/resources.ts, WORKLOADS): alert, never touch it;
  *  (5) mode alert-only: alert;
  *  (6) the workload already carries the expected config hash: if this pod was created by that
@@ -131,6 +139,18 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   const why = lines(drifted);
+  // (3b)
+  if (input.podTerminating) {
+    return {
+      ...base,
+      decision: 'alert',
+      alert: 'PodTerminating',
+      reasons: [
+        ...why,
+        'not restarting: this pod is being deleted; the pods that replace it mount the sources afresh',
+      ],
+    };
+  }
   // (4)
   if (owner.type === 'unsupported') {
     return {

@@ -367,6 +367,41 @@ describe('a change while the agent was down', () => {
   });
 });
 
+describe('an agent in a Pod being deleted', () => {
+  const ns = useNamespace('agent-terminating');
+
+  it('reports the drift and leaves the workload alone: the Pods that replace it mount the sources afresh', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const core = ns.admin.makeApiClient(CoreV1Api);
+    // A finalizer keeps the deleted Pod, its deletionTimestamp set, as a Pod stays while its app
+    // shuts down and the agent, a native sidecar, outlives it (no kubelet here would finish it).
+    const hold = async (finalizers: string[]) => {
+      const current = await core.readNamespacedPod({ name: pod.name, namespace: ns.name });
+      await core.replaceNamespacedPod({
+        name: pod.name,
+        namespace: ns.name,
+        body: { ...current, metadata: { ...current.metadata, finalizers } },
+      });
+    };
+    await hold(['config-sync.test/hold']);
+    try {
+      const a = agent(pod, ['--grace', '1s']);
+      await a.waitFor((l) => l.state === 'InSync', 'InSync');
+      await core.deleteNamespacedPod({ name: pod.name, namespace: ns.name });
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' }); // never delivered
+
+      const refused = await a.waitFor((l) => l.alert === 'PodTerminating', 'not restarting: PodTerminating');
+      expect(refused.msg).toBe('not restarting: PodTerminating');
+      expect(a.lines.filter((l) => l.state === 'Drifted').map((l) => l.reason)).toContain('ContentDrift');
+      expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
+      expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+      expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).not.toContain('Healed');
+    } finally {
+      await hold([]);
+    }
+  });
+});
+
 describe('two kubelet swaps 10 ms apart', () => {
   const ns = useNamespace('agent-swaps');
 

@@ -47,7 +47,9 @@ export async function cli(args: string[], env: Record<string, string>): Promise<
 /**
  * After one drift seen by every agent of a workload: waits for each agent's heal decision and
  * checks that exactly one restarted, by its log and by config_sync_heal_total summed over all.
- * Returns the restarting agent's log line.
+ * The others find the restart done (deduped), or, when they decide late, their own Pod already
+ * being deleted by that restart's rollout (PodTerminating). Returns the restarting agent's log
+ * line.
  */
 export async function expectOneRestart(
   agents: readonly app.AgentProcess[],
@@ -56,7 +58,7 @@ export async function expectOneRestart(
   await Promise.all(
     agents.map((a) =>
       a.waitFor(
-        (l) => l.msg === 'restarted workload' || l.decision === 'deduped',
+        (l) => l.msg === 'restarted workload' || l.decision === 'deduped' || l.alert === 'PodTerminating',
         'a heal decision',
         timeoutMs,
       ),

@@ -117,6 +117,20 @@ describe('planHeal', () => {
     });
   });
 
+  it('a pod being deleted never restarts its workload, however its files drift; and with nothing drifted it does nothing', () => {
+    const plan = planHeal(input({ podTerminating: true }));
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'PodTerminating' });
+    expect(plan.reasons).toEqual([
+      'app:/etc/app: ContentDrift: files differ',
+      'not restarting: this pod is being deleted; the pods that replace it mount the sources afresh',
+    ]);
+    expect(planHeal(input({ podTerminating: true, verdicts: [inSync] })).decision).toBe('none');
+    // A source gone from the API still says so first: it is what breaks the pods to come.
+    expect(planHeal(input({ podTerminating: true, verdicts: [drifted, sourceMissing] })).alert).toBe(
+      'SourceMissing',
+    );
+  });
+
   it('reports, never touches, an owner it does not restart', () => {
     const plan = planHeal(input({ owner: { type: 'unsupported', description: 'Job batch-1' } }));
     expect(plan).toMatchObject({ decision: 'alert', alert: 'UnsupportedOwner' });
