@@ -5,7 +5,8 @@
 // (agent/raw ms), in order; BENCH_ONLY=reload,restart runs only the measures named (hash, idle,
 // file, api, reload, restart, node);
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
-// BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap.
+// BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
+// BENCH_CPU_PROF=<dir> profiles the agent in the real node's reload rows (cpuProfile below).
 //
 //  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
 //     `openssl dgst -sha256` on the same file;
@@ -71,9 +72,10 @@ import { type InClusterLayout, layInClusterDir } from '../test/cluster/in-cluste
 import { atomicWrite, configMapPayload, writeSubPathFile } from '../test/cluster/kubelet-volume.ts';
 import { startKubeletWriter } from '../test/cluster/kubelet-writer.ts';
 import { fromMonotonicNs } from '../test/cluster/monotonic.ts';
-import { KubeNode, nodeUnsupported } from '../test/cluster/node.ts';
+import { KubeNode, NODE_BASE, nodeUnsupported } from '../test/cluster/node.ts';
 import { freeLoopbackPort } from '../test/cluster/ports.ts';
 import { waitFor } from '../test/cluster/wait.ts';
+import { type CpuProfile, formatProfileSummary, summarizeProfile } from './cpu-profile.ts';
 
 const runAsync = promisify(execFile);
 /**
@@ -151,6 +153,16 @@ const latencySamples = wholeNumberFromEnv('BENCH_LATENCY_SAMPLES', 300, 1, 100_0
  * agent read every file before it told the app, so its figure grew with the keys.
  */
 const reloadKeys = wholeNumberFromEnv('BENCH_RELOAD_KEYS', 100, 1, 100);
+/**
+ * BENCH_CPU_PROF=<dir>: the agent of the real node's reload rows runs under node's --cpu-prof,
+ * into an emptyDir of its Pod; after each variant's updates it is stopped (SIGTERM, so the
+ * profile is written) and the profile is copied to <dir>, with a summary of the self time by
+ * function of the samples taken during the updates alone. The profiler's own cost is in that
+ * run's CPU rows, so they are not figures to quote.
+ */
+const cpuProfDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
+/** node's options that make a process write its CPU profile, at exit, into the directory after them. */
+const CPU_PROF_OPTIONS = '--cpu-prof --cpu-prof-dir=';
 /** BENCH_ONLY=reload,restart runs only those measures (hash, idle, file, api, reload, restart, node). */
 const only = (measure: string) =>
   !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(measure);
@@ -386,6 +398,16 @@ function perSampleMs<K>(
   });
 }
 /** The agent's config_sync_api_requests_total by verb, from the text of its /metrics. */
+/** The passes an agent made (config_sync_duration_seconds_count), from its metrics text. */
+function passesOf(metrics: string): number {
+  return Number(/^config_sync_duration_seconds_count\S* (\S+)$/m.exec(metrics)?.[1] ?? Number.NaN);
+}
+
+/** A report row: how many passes the agent made per update (each reads and compares every target). */
+function passesRow(what: string, passes: number, updates: number): Row {
+  return { what, ours: fmt(passes / updates, 2), baseline: '', relation: '', target: '(report)', ok: true };
+}
+
 function apiRequestsByVerb(metrics: string): Record<string, number> {
   const byVerb: Record<string, number> = {};
   for (const [, verb, n] of metrics.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\S+)$/gm))
@@ -863,6 +885,7 @@ async function main(): Promise<void> {
         });
         const serverUrl = `http://127.0.0.1:${await appPort}`;
         const reloadPort = await freeLoopbackPort();
+        const profiled = cpuProfDir ? fs.mkdtempSync(path.join(work, 'cpu-prof-')) : undefined;
         const { child: reloader, lines: reloadLines } = spawnAgent(
           [
             ...agentArgs(reloadPort).map((a) => (a === mount ? reloadMount : a)),
@@ -873,7 +896,12 @@ async function main(): Promise<void> {
             '--reload-settle',
             '200ms',
           ],
-          inPodEnv(layout, work, namespace),
+          {
+            ...inPodEnv(layout, work, namespace),
+            ...(profiled
+              ? { NODE_OPTIONS: `${sidecarEnv.NODE_OPTIONS ?? ''} ${CPU_PROF_OPTIONS}${profiled}` }
+              : {}),
+          },
         );
         const rawReloader = spawn(
           process.execPath,
@@ -894,8 +922,11 @@ async function main(): Promise<void> {
         // include its pass on the API's change (Propagating) and its hashing while the files are
         // written, the baseline's only its wake-up and POST.
         const pids = { agent: reloader.pid as number, raw: rawReloader.pid as number };
+        // Read before the CPU counters start: a scrape is work of the agent's too.
+        const passes0 = passesOf(await metricsOf(`http://127.0.0.1:${reloadPort}/metrics`));
         const cpuSince = perSampleMs(cpuSeconds, pids);
         const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
+        const updatesFromUs = Number(process.hrtime.bigint() / 1000n);
         for (let i = 0; i < latencySamples; i += 1) {
           const content = { ...reloadData, 'key-000.yaml': `reload ${i}\n` };
           const seen = reloadLines.length;
@@ -925,6 +956,8 @@ async function main(): Promise<void> {
         }
         const cpuPerUpdateMs = cpuSince(latencySamples);
         const waitPerUpdateMs = waitSince(latencySamples);
+        const updatesToUs = Number(process.hrtime.bigint() / 1000n);
+        const passes = passesOf(await metricsOf(`http://127.0.0.1:${reloadPort}/metrics`)) - passes0;
         if (process.env.BENCH_SAMPLES)
           console.log(
             `[bench] reload${variant} samples, agent/raw ms: ${postLatency
@@ -934,6 +967,14 @@ async function main(): Promise<void> {
         reloader.kill('SIGTERM');
         rawReloader.kill('SIGTERM');
         reloadApp.kill('SIGTERM');
+        if (profiled)
+          await agentProfile(
+            profiled,
+            `${path.join(import.meta.dirname, '../dist')}/`,
+            [updatesFromUs, updatesToUs],
+            latencySamples,
+            `process-reload${variant}`,
+          );
         rows.push(
           latencyRow(
             reloadKeys === 100 && variant === ''
@@ -956,6 +997,7 @@ async function main(): Promise<void> {
             'raw inotify -> POST',
             "(report: the machine's contention)",
           ),
+          passesRow(`  the agent's passes per update${variant}`, passes, latencySamples),
         );
       }
       kubelet.close();
@@ -1479,9 +1521,11 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
       );
     const pids = { agent: mainPid(agentId), raw: mainPid(rawId) };
     const requestsUrl = `http://${pod.status?.podIP}:9464/metrics`;
-    const requests0 = apiRequestsByVerb(await metricsOf(requestsUrl));
+    const metrics0 = await metricsOf(requestsUrl);
+    const requests0 = apiRequestsByVerb(metrics0);
     const cpuSince = perSampleMs(containerCpuSeconds, { agent: agentId, raw: rawId });
     const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
+    const updatesFromUs = Number(process.hrtime.bigint() / 1000n);
     const agentMs: number[] = [];
     const rawMs: number[] = [];
     for (let i = 0; i < samples; i += 1) {
@@ -1515,7 +1559,20 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
     }
     const cpuPerUpdateMs = cpuSince(samples);
     const waitPerUpdateMs = waitSince(samples);
-    const requests1 = apiRequestsByVerb(await metricsOf(requestsUrl));
+    const updatesToUs = Number(process.hrtime.bigint() / 1000n);
+    const metrics1 = await metricsOf(requestsUrl);
+    const requests1 = apiRequestsByVerb(metrics1);
+    if (cpuProfDir) {
+      // SIGTERM: node writes the profile as it exits, and kubelet starts the sidecar again.
+      process.kill(pids.agent, 'SIGTERM');
+      const inPod = path.join(
+        NODE_BASE,
+        'kubelet/pods',
+        pod.metadata?.uid ?? '',
+        'volumes/kubernetes.io~empty-dir/cpu-prof',
+      );
+      await agentProfile(inPod, '/app/', [updatesFromUs, updatesToUs], samples, `pod-reload${variant}`);
+    }
     const requestsPerUpdate = Object.entries(requests1)
       .map(([verb, n]) => [verb, (n - (requests0[verb] ?? 0)) / samples] as const)
       .filter(([, n]) => n > 0)
@@ -1546,6 +1603,11 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
         baselineName,
         "(report: the machine's contention)",
       ),
+      passesRow(
+        `  the agent's passes per update${variant}`,
+        passesOf(metrics1) - passesOf(metrics0),
+        samples,
+      ),
       {
         what: `  the agent's API requests per update${variant}`,
         ours: requestsPerUpdate || 'none',
@@ -1556,6 +1618,45 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
       },
     );
   }
+}
+
+/**
+ * BENCH_CPU_PROF: once the agent was told to stop, waits for the profile node writes as it exits
+ * into `written` (its scripts under `scriptRoot` as the agent saw them), copies it into
+ * cpuProfDir as `agent-<label>.cpuprofile`, and writes and prints the summary of the updates'
+ * window (bench/cpu-profile.ts).
+ */
+async function agentProfile(
+  written: string,
+  scriptRoot: string,
+  [fromUs, toUs]: readonly [number, number],
+  updates: number,
+  label: string,
+): Promise<void> {
+  const dir = cpuProfDir as string;
+  const name = label.replace(/\W+/g, '-').replace(/-$/, '');
+  // Parsed until it parses: the file appears before node has finished writing it.
+  const profile = await waitFor(
+    () => {
+      for (const f of fs.existsSync(written) ? fs.readdirSync(written) : []) {
+        try {
+          return JSON.parse(fs.readFileSync(path.join(written, f), 'utf8')) as CpuProfile;
+        } catch {
+          // not whole yet
+        }
+      }
+      return undefined;
+    },
+    { what: `the agent's CPU profile in ${written}`, timeoutMs: 20_000, intervalMs: 200 },
+  );
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `agent-${name}.cpuprofile`), JSON.stringify(profile));
+  const summary = formatProfileSummary(
+    summarizeProfile(profile, fromUs, toUs, scriptRoot, path.join(import.meta.dirname, '../dist')),
+    updates,
+  );
+  fs.writeFileSync(path.join(dir, `agent-${name}.txt`), `${summary}\n`);
+  log(`agent CPU profile (${label}), the updates only:\n${summary}`);
 }
 
 async function metricsOf(url: string): Promise<string> {
@@ -1595,6 +1696,21 @@ async function rollOutReloadWeb(
     '--container',
     'app',
   ];
+  if (cpuProfDir) {
+    // An emptyDir on the node's disk: the sidecar's own state volume is 1 MiB of memory. Set,
+    // not added: the second variant's rollout starts from the first's template.
+    sidecar.env = (sidecar.env ?? []).map((e) =>
+      e.name === 'NODE_OPTIONS' ? { ...e, value: `${SIDECAR_NODE_OPTIONS} ${CPU_PROF_OPTIONS}/cpu-prof` } : e,
+    );
+    sidecar.volumeMounts = [
+      ...(sidecar.volumeMounts ?? []).filter((m) => m.name !== 'cpu-prof'),
+      { name: 'cpu-prof', mountPath: '/cpu-prof' },
+    ];
+    spec.volumes = [
+      ...(spec.volumes ?? []).filter((v) => v.name !== 'cpu-prof'),
+      { name: 'cpu-prof', emptyDir: {} },
+    ];
+  }
   // The scripts go in as `-e` programs, not a volume: the agent would take a ConfigMap volume
   // for a target of its own. The word after the program is its process.argv[1], as a script's
   // path would be.
@@ -1616,12 +1732,22 @@ async function rollOutReloadWeb(
       ...(app.securityContext ? { securityContext: app.securityContext } : {}),
     },
   ];
-  const generation = (await apps.replaceNamespacedDeployment({ name: 'web', namespace, body: web })).metadata
+  const replaced = (await apps.replaceNamespacedDeployment({ name: 'web', namespace, body: web })).metadata
     ?.generation;
   return waitFor(
     async () => {
+      // The rollout of the Deployment as it is now, at or past the replace: with BENCH_CPU_PROF
+      // the previous variant's agent was stopped for its profile, and kubelet's restart of it in
+      // an app container's Pod started before the last ConfigMap change may restart web (its
+      // subPath target's copy then no longer stands for the app's: container-view.ts).
       const d = await apps.readNamespacedDeployment({ name: 'web', namespace });
-      if (d.status?.observedGeneration !== generation || d.status?.updatedReplicas !== 1) return undefined;
+      const generation = d.metadata?.generation ?? 0;
+      if (
+        generation < (replaced ?? 0) ||
+        d.status?.observedGeneration !== generation ||
+        d.status?.updatedReplicas !== 1
+      )
+        return undefined;
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: 'app=web' })).items;
       if (pods.length !== 1) return undefined;
       const [pod] = pods;
