@@ -1180,13 +1180,21 @@ async function main(): Promise<void> {
           namespace: rs,
           body: { metadata: { name: 'web-config' }, data: { 'app.yaml': `level: debug ${i}\n` } },
         });
-        await arrivals.wait(
-          () =>
-            patchedAt.web && patchedAt.raw && patchedAt['raw-read'] && patchedAt['raw-agent'] && changedAt
-              ? true
-              : undefined,
-          'the restart patches of the agent and the raw baselines, and the raw ConfigMap event',
-        );
+        await arrivals
+          .wait(
+            () =>
+              patchedAt.web && patchedAt.raw && patchedAt['raw-read'] && patchedAt['raw-agent'] && changedAt
+                ? true
+                : undefined,
+            'the restart patches of the agent and the raw baselines, and the raw ConfigMap event',
+          )
+          .catch((error: Error) => {
+            // Which change, what arrived, and what the agent last said: what explains a miss.
+            const lines = restartLines.slice(-8).map((l) => JSON.stringify(l));
+            throw new Error(
+              `${error.message} (change ${i}; arrived: ${Object.keys(patchedAt).join(', ') || 'none'}${changedAt ? ', the ConfigMap event' : ''}); the agent's last lines:\n${lines.join('\n')}`,
+            );
+          });
         patchLatency.push((patchedAt.web as number) - t);
         rawPatchLatency.push((patchedAt.raw as number) - t);
         rawReadPatchLatency.push((patchedAt['raw-read'] as number) - t);
