@@ -1,7 +1,8 @@
 // Fifty replicas of one Deployment, one agent each, and one drift: exactly one restart. The
-// other 49 find the restart already done (dedupe on the template's config hash) or lose the
-// conditional write (409) and re-read. The requests all of them sent are counted and printed:
-// what one drift costs the API server at this scale.
+// other 49 find the restart already done (dedupe on the template's config hash), lose the
+// conditional write (409) and re-read, or decide after the restart's rollout began deleting
+// their own Pod (PodTerminating). The requests all of them sent are counted and printed: what
+// one drift costs the API server at this scale.
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
