@@ -18,6 +18,7 @@ import {
   AgentProcess,
   type AppPod,
   createApp,
+  isHealDecision,
   runCli,
   sample,
   templateAnnotations,
@@ -161,10 +162,7 @@ async function main(): Promise<void> {
 
     step(7, `The agents heal it, after the ${DEBOUNCE} debounce`);
     for (const [i, a] of agents.entries()) {
-      const line = await a.waitFor(
-        (l) => l.msg === 'restarted workload' || l.decision === 'deduped' || l.alert === 'PodTerminating',
-        'a heal decision',
-      );
+      const line = await a.waitFor(isHealDecision, 'a heal decision');
       const told =
         line.msg === 'restarted workload'
           ? 'restarted Deployment web'

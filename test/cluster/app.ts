@@ -214,6 +214,15 @@ export interface LogLine {
   readonly [field: string]: unknown;
 }
 
+/**
+ * An agent's decision on a drift every replica saw: it restarted the workload, found that a
+ * sibling had (deduped), or found its own Pod already being deleted by that restart's rollout
+ * (PodTerminating).
+ */
+export function isHealDecision(line: LogLine): boolean {
+  return line.msg === 'restarted workload' || line.decision === 'deduped' || line.alert === 'PodTerminating';
+}
+
 /** An agent process in one Pod: its JSON log lines, its metrics, and a clean stop. */
 export class AgentProcess {
   readonly lines: LogLine[] = [];

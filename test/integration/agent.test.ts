@@ -17,6 +17,7 @@ import {
   cli,
   createApp,
   expectOneRestart,
+  isHealDecision,
   prepareAgentPod,
   root,
   SECRET_VALUE,
@@ -229,7 +230,7 @@ describe('five replicas drift together', () => {
     const others = agents.filter((a) => !a.lines.some((l) => l.msg === 'restarted workload'));
     expect(others).toHaveLength(4);
     for (const a of others) {
-      const decision = a.lines.find((l) => l.decision === 'deduped' || l.alert === 'PodTerminating');
+      const decision = a.lines.find(isHealDecision);
       expect(decision, a.raw.slice(-10).join('\n')).toBeDefined();
       if (decision?.decision === 'deduped') expect(decision.configHash).toBe(restart.configHash);
     }

@@ -11,6 +11,7 @@ export {
   type AppPod,
   bin,
   type CliRun,
+  isHealDecision,
   type LogLine,
   root,
   SECRET_VALUE,
@@ -55,15 +56,7 @@ export async function expectOneRestart(
   agents: readonly app.AgentProcess[],
   timeoutMs = 30_000,
 ): Promise<app.LogLine> {
-  await Promise.all(
-    agents.map((a) =>
-      a.waitFor(
-        (l) => l.msg === 'restarted workload' || l.decision === 'deduped' || l.alert === 'PodTerminating',
-        'a heal decision',
-        timeoutMs,
-      ),
-    ),
-  );
+  await Promise.all(agents.map((a) => a.waitFor(app.isHealDecision, 'a heal decision', timeoutMs)));
   const restarts = agents.filter((a) => a.lines.some((l) => l.msg === 'restarted workload'));
   expect(restarts).toHaveLength(1);
   const heals = await Promise.all(
