@@ -6,7 +6,7 @@
 // file, api, reload, restart, node);
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
-// BENCH_CPU_PROF=<dir> profiles the agent in the real node's reload rows (cpuProfile below).
+// BENCH_CPU_PROF=<dir> profiles the agent in both reload rows (cpuProfDir below).
 //
 //  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
 //     `openssl dgst -sha256` on the same file;
@@ -154,11 +154,11 @@ const latencySamples = wholeNumberFromEnv('BENCH_LATENCY_SAMPLES', 300, 1, 100_0
  */
 const reloadKeys = wholeNumberFromEnv('BENCH_RELOAD_KEYS', 100, 1, 100);
 /**
- * BENCH_CPU_PROF=<dir>: the agent of the real node's reload rows runs under node's --cpu-prof,
- * into an emptyDir of its Pod; after each variant's updates it is stopped (SIGTERM, so the
- * profile is written) and the profile is copied to <dir>, with a summary of the self time by
- * function of the samples taken during the updates alone. The profiler's own cost is in that
- * run's CPU rows, so they are not figures to quote.
+ * BENCH_CPU_PROF=<dir>: the agent of both reload rows runs under node's --cpu-prof (on the real
+ * node, into an emptyDir of its Pod); after each variant's updates it is stopped (SIGTERM, so
+ * the profile is written) and the profile is copied to <dir>, with a summary of the samples
+ * taken during the updates alone (agentProfile, bench/cpu-profile.ts). The profiler's own cost
+ * is in that run's CPU rows, so they are not figures to quote.
  */
 const cpuProfDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 /** node's options that make a process write its CPU profile, at exit, into the directory after them. */
@@ -397,7 +397,6 @@ function perSampleMs<K>(
     raw: ((counter(keys.raw) - before.raw) * 1000) / samples,
   });
 }
-/** The agent's config_sync_api_requests_total by verb, from the text of its /metrics. */
 /** The passes an agent made (config_sync_duration_seconds_count), from its metrics text. */
 function passesOf(metrics: string): number {
   return Number(/^config_sync_duration_seconds_count\S* (\S+)$/m.exec(metrics)?.[1] ?? Number.NaN);
@@ -408,6 +407,7 @@ function passesRow(what: string, passes: number, updates: number): Row {
   return { what, ours: fmt(passes / updates, 2), baseline: '', relation: '', target: '(report)', ok: true };
 }
 
+/** The agent's config_sync_api_requests_total by verb, from the text of its /metrics. */
 function apiRequestsByVerb(metrics: string): Record<string, number> {
   const byVerb: Record<string, number> = {};
   for (const [, verb, n] of metrics.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\S+)$/gm))
@@ -923,7 +923,8 @@ async function main(): Promise<void> {
         // written, the baseline's only its wake-up and POST.
         const pids = { agent: reloader.pid as number, raw: rawReloader.pid as number };
         // Read before the CPU counters start: a scrape is work of the agent's too.
-        const passes0 = passesOf(await metricsOf(`http://127.0.0.1:${reloadPort}/metrics`));
+        const reloaderMetrics = `http://127.0.0.1:${reloadPort}/metrics`;
+        const passes0 = passesOf(await metricsOf(reloaderMetrics));
         const cpuSince = perSampleMs(cpuSeconds, pids);
         const waitSince = perSampleMs(mainThreadWaitSeconds, pids);
         const updatesFromUs = Number(process.hrtime.bigint() / 1000n);
@@ -957,7 +958,7 @@ async function main(): Promise<void> {
         const cpuPerUpdateMs = cpuSince(latencySamples);
         const waitPerUpdateMs = waitSince(latencySamples);
         const updatesToUs = Number(process.hrtime.bigint() / 1000n);
-        const passes = passesOf(await metricsOf(`http://127.0.0.1:${reloadPort}/metrics`)) - passes0;
+        const passes = passesOf(await metricsOf(reloaderMetrics)) - passes0;
         if (process.env.BENCH_SAMPLES)
           console.log(
             `[bench] reload${variant} samples, agent/raw ms: ${postLatency
