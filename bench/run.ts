@@ -329,7 +329,7 @@ function realisticVolume(): void {
       lookup: () => ({ state: 'present', snapshot }),
       readVolume,
       agentPath: (p) => p,
-      envBaselines: {},
+      baselines: {},
       memory: new Map(),
       windows: { graceMs: 90_000, debounceMs: 5000 },
       fingerprint: keyedFingerprint(Buffer.alloc(32)),

@@ -7,12 +7,12 @@
 //  - pure decisions, each with unit tests of its own: the verdicts (verify/), which of them are
 //    news (verdict-changes.ts), the plan and how it is told (heal/planner.ts, heal/report.ts),
 //    the status write (status/condition.ts), reload mode's state (heal/reload-state.ts, performed
-//    by reload-controller.ts), the env baselines to record (env-baselines.ts).
+//    by reload-controller.ts), the start baselines to record (start-baselines.ts).
 //
 // A pass (reconcile), step by step:
 //  (1) verify every target against the cached API state (verifyPass); where that finds drift,
 //      confirm the sources behind it with a quorum read first and decide again on what the
-//      API says now (confirmView); record metrics and any new env baseline;
+//      API says now (confirmView); record metrics and any new start baseline;
 //  (2) in reload mode, once all is in sync, tell the app (first: it is what the user waits for);
 //  (3) log each verdict that changed, and the propagation time of what just caught up;
 //  (4) if anything drifted: find the owner and read the Pod again (one being deleted never
@@ -20,7 +20,9 @@
 //      Event on the Pod; a 409 wakes the loop to re-plan at once;
 //      in reload mode, wait for the app's answer;
 //  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat;
-//  (6) return the earliest deadline (a grace window, a retry) for the loop's sleep.
+//  (6) until every app container with an env or subPath target shows its start, read the Pod
+//      again now and then (the start ties each baseline to the container it stands for);
+//  (7) return the earliest deadline (a grace window, a retry, that read) for the loop's sleep.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { LoopConfig } from '../config/agent-config.ts';
@@ -48,17 +50,26 @@ import { type TargetMemory, targetId, type Verdict } from '../verify/verdict.ts'
 import { watchFiles } from '../watch/file-watch.ts';
 import { SourceCache } from '../watch/source-cache.ts';
 import { VolumeEntries } from '../watch/volume-entries.ts';
-import { baselinesToRecord, writeEnvBaselines } from './env-baselines.ts';
 import { runLoop, Wakeup } from './loop.ts';
 import { containerStarts, isDrift, type PassResult, readsContainerStarts, verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import { reloadController } from './reload-controller.ts';
 import type { Runtime } from './runtime.ts';
+import { baselinesToRecord, type StartBaseline, writeStartBaselines } from './start-baselines.ts';
 import { verdictNews } from './verdict-changes.ts';
 
 /** How soon a drift whose sources could not be confirmed (the API did not answer) is tried again. */
 const CONFIRM_RETRY_MS = 5_000;
+
+/**
+ * The reads of the agent's own Pod that wait for its app containers to start (step 6): 1 s, 2 s,
+ * 4 s ... after the agent's start, at most STARTS_READ_MAX_MS apart, STARTS_READS in all (about
+ * 3.5 minutes). A container that is not running by then (a crash loop) is not waited for: its
+ * start is read again with the next drift.
+ */
+const STARTS_READS = 10;
+const STARTS_READ_MAX_MS = 30_000;
 
 export interface AgentDeps {
   readonly rt: Runtime;
@@ -108,7 +119,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let watchTrustedSince = clock();
   const payloadDigests = new PayloadDigests();
   const readVolume = volumeReader(Date.now, volumeEntries.version, payloadDigests.take);
-  let envBaselines: Record<string, string> = { ...rt.envBaselines };
+  let baselines: Record<string, StartBaseline> = { ...rt.baselines };
   let ready = false;
   let lastPassAt = clock();
   let lastVerdict = new Map<string, string>();
@@ -120,6 +131,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // holds when it and the agent did not start together (container-view.ts).
   const agentStartedAt = Date.now() - process.uptime() * 1000;
   let starts = containerStarts(rt.pod, agentStartedAt);
+  let startsReads = 0;
+  let startsReadAt = clock() + 1000;
   const podRef: PodRef | undefined = rt.pod?.metadata?.name
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
     : undefined;
@@ -309,7 +322,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       lookup: view,
       readVolume,
       agentPath: rt.agentPath,
-      envBaselines,
+      baselines,
       memory,
       windows: rt.config.verify,
       fingerprint: rt.fingerprint,
@@ -317,20 +330,39 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     });
   }
 
-  // (1) Env targets start from what the container saw: recorded once, on the Pod, so a restarted
-  // agent keeps the same baseline (env-baselines.ts).
-  async function recordEnvBaselines(pass: PassResult): Promise<void> {
-    const record = baselinesToRecord(pass.envDigests, envBaselines);
+  // (1) What each app container got at its start, for env and subPath targets: recorded on the
+  // Pod with that start, so a restarted agent still knows what the app holds (start-baselines.ts).
+  async function recordBaselines(pass: PassResult): Promise<void> {
+    const record = baselinesToRecord(pass.baselines, baselines);
     if (Object.keys(record).length === 0 || !podRef) return;
-    envBaselines = { ...envBaselines, ...record };
+    baselines = { ...baselines, ...record };
     try {
       await annotatePod(rt.client, rt.namespace, podRef.name, {
-        [ANNOTATION.envBaseline]: writeEnvBaselines(envBaselines, rt.digestKeyId),
+        [ANNOTATION.startBaselines]: writeStartBaselines(baselines, rt.digestKeyId),
       });
-      log.info({ targets: Object.keys(record) }, 'recorded env baselines');
+      log.info({ targets: Object.keys(record) }, 'recorded start baselines');
     } catch (error) {
       log.warn({ code: (error as { code?: string }).code }, (error as Error).message);
     }
+  }
+
+  // (6) Whether an app container that has an env or subPath target has shown no start yet: in
+  // the native sidecar order, the agent's first passes come before its app runs.
+  function startsPending(): boolean {
+    return (
+      podRef !== undefined &&
+      startsReads < STARTS_READS &&
+      rt.targets.some((t) => readsContainerStarts(t) && starts.byContainer[t.container] === undefined)
+    );
+  }
+
+  async function readStartsWhenDue(now: number): Promise<void> {
+    if (!startsPending() || now < startsReadAt) return;
+    startsReads += 1;
+    startsReadAt = now + Math.min(STARTS_READ_MAX_MS, 1000 * 2 ** startsReads);
+    // A start that appeared decides env and subPath targets again, and lets their baselines be
+    // recorded: one more pass, at once.
+    if (refreshStarts(await readOwnPod())) wakeup.wake();
   }
 
   async function reconcile(): Promise<number | undefined> {
@@ -368,7 +400,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       lastActionKey = '';
       policyNote = undefined;
     }
-    await recordEnvBaselines(pass);
+    await recordBaselines(pass);
 
     // (2) In reload mode, a pass in sync asks the app to reload before it logs its verdicts: the
     // reload is what the user waits for, and the log lines before it were 0.1 to 0.2 ms of the
@@ -404,11 +436,15 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     ready = true;
     lastPassAt = clock();
 
-    // (6) A drift the API could not confirm is asked about again soon, not at the next resync:
+    // (6)
+    await readStartsWhenDue(clock());
+
+    // (7) A drift the API could not confirm is asked about again soon, not at the next resync:
     // the read that failed was one request, and the drift behind it may be real.
     const deadlines = pass.verdicts.map((v) => v.deadline).filter((d): d is number => d !== undefined);
     if (retryAt !== undefined) deadlines.push(retryAt);
     if (unconfirmed) deadlines.push(clock() + CONFIRM_RETRY_MS);
+    if (startsPending()) deadlines.push(startsReadAt);
     return deadlines.length ? Math.min(...deadlines) : undefined;
   }
 

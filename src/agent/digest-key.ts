@@ -50,6 +50,6 @@ function ephemeral(why: string, error?: unknown): DigestKey {
   return {
     key: randomBytes(KEY_BYTES),
     persistent: false,
-    note: `${why}${code ? ` (${code})` : ''}: fingerprints are keyed for this process only, and env baselines are re-taken when the agent restarts; mount an emptyDir at --state-dir`,
+    note: `${why}${code ? ` (${code})` : ''}: fingerprints are keyed for this process only, and env and subPath baselines are taken again when the agent restarts; mount an emptyDir at --state-dir`,
   };
 }

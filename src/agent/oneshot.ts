@@ -7,7 +7,7 @@ import { readSource } from '../read/source.ts';
 import { readVolume } from '../read/volume.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
 import type { Verdict } from '../verify/verdict.ts';
-import { verifyPass } from './pass.ts';
+import { containerStarts, verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import type { Runtime } from './runtime.ts';
@@ -31,7 +31,10 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     lookup,
     readVolume,
     agentPath: rt.agentPath,
-    envBaselines: rt.envBaselines,
+    baselines: rt.baselines,
+    // The app containers' starts, so a baseline recorded for the app's current start decides as
+    // it does in the agent; no agent start, so the agent's copy stands for the app's otherwise.
+    starts: { agent: undefined, byContainer: containerStarts(rt.pod, 0).byContainer },
     memory: new Map(),
     windows: rt.config.verify,
     fingerprint: rt.fingerprint,

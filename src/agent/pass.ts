@@ -1,13 +1,22 @@
 // One verification pass over every target: expectation from the API's view, observation from
-// disk (or the env baseline), and the verdict. The same pass serves the agent's loop and the
+// disk (or the start baseline of what the app got), and the verdict. The same pass serves the agent's loop and the
 // one-shot commands; file reading is passed in so the pass itself stays deterministic.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Target } from '../discover/targets.ts';
+import { definedOnly } from '../kube/defined-only.ts';
 import type { ReadVolumeResult } from '../read/volume.ts';
-import { containerView } from '../verify/container-view.ts';
+import { type ContainerView, containerView } from '../verify/container-view.ts';
 import { type Expectation, expectEnv, expectVolume, type SourceLookup } from '../verify/expected.ts';
 import type { Fingerprint } from '../verify/fingerprint.ts';
-import { decide, type TargetMemory, targetId, type Verdict, type VerifyWindows } from '../verify/verdict.ts';
+import {
+  type AppHolds,
+  decide,
+  type TargetMemory,
+  targetId,
+  type Verdict,
+  type VerifyWindows,
+} from '../verify/verdict.ts';
+import { heldBaseline, type StartBaseline, type StartBaselines } from './start-baselines.ts';
 
 export type VolumeReader = (
   dir: string,
@@ -20,7 +29,8 @@ export interface PassInput {
   readonly lookup: SourceLookup;
   readonly readVolume: VolumeReader;
   readonly agentPath: (mountPath: string) => string;
-  readonly envBaselines: Readonly<Record<string, string>>;
+  /** What each app container got at its start, as recorded on the Pod (start-baselines.ts). */
+  readonly baselines: StartBaselines;
   readonly memory: ReadonlyMap<string, TargetMemory>;
   /** --grace and --debounce, straight from the AgentConfig. */
   readonly windows: VerifyWindows;
@@ -39,8 +49,11 @@ export interface ContainerStarts {
 export interface PassResult {
   readonly verdicts: readonly Verdict[];
   readonly memory: Map<string, TargetMemory>;
-  /** Current env fingerprints by target id, to record as baselines where none exists yet. */
-  readonly envDigests: Readonly<Record<string, string>>;
+  /**
+   * By target id, what this pass can tell an env or subPath target's container got at its start
+   * (baselineCandidate); the agent records those its Pod does not have yet (start-baselines.ts).
+   */
+  readonly baselines: Readonly<Record<string, StartBaseline>>;
 }
 
 /** A verdict that accuses the files: what the agent heals or alerts on. */
@@ -58,6 +71,40 @@ function viewOf(starts: ContainerStarts | undefined, container: string, expectat
 }
 
 /**
+ * What an env or subPath target's container got at its start, where this pass can tell:
+ *  (1) a baseline recorded for that very start already says it -> nothing new;
+ *  (2) the container started after the current version (view 'current') -> the API's version;
+ *  (3) the agent's copy stands for the app's (view 'agent-copy') -> that copy: the subPath file
+ *      as the agent reads it, or for env (which no other container can read) the baseline taken
+ *      before the app's start was known, else the API's version;
+ *  (4) the app is older than the current version (view 'older') -> nothing: it holds something
+ *      the agent never saw.
+ * A subPath baseline is taken only once its container's start is known: until then, the agent's
+ * own copy is the observation anyway.
+ */
+export function baselineCandidate(
+  kind: 'env' | 'subPath',
+  view: ContainerView,
+  startedAt: number | undefined,
+  stored: StartBaseline | undefined,
+  api: string | undefined,
+  agentCopy: string | undefined,
+): StartBaseline | undefined {
+  // (1)
+  if (heldBaseline(stored, startedAt) !== undefined) return undefined;
+  let fp: string | undefined;
+  // (2)
+  if (view === 'current') fp = api;
+  // (3)
+  else if (view === 'agent-copy')
+    fp = kind === 'subPath' ? agentCopy : stored?.startedAt === undefined ? (stored?.fp ?? api) : api;
+  // (4)
+  if (fp === undefined) return undefined;
+  if (startedAt !== undefined) return { fp, startedAt };
+  return kind === 'env' ? { fp } : undefined;
+}
+
+/**
  * Whether a target's verdict depends on when its container started (container-view.ts): an env
  * target or a subPath file holds what the container got when it started, while a whole volume is
  * compared as the agent sees it now.
@@ -70,26 +117,32 @@ export function verifyPass(input: PassInput): PassResult {
   const policy = { ...input.windows, fingerprint: input.fingerprint };
   const verdicts: Verdict[] = [];
   const memory = new Map<string, TargetMemory>();
-  const envDigests: Record<string, string> = {};
+  const baselines: Record<string, StartBaseline> = {};
   for (const target of input.targets) {
     const id = targetId(target);
     const previous = input.memory.get(id) ?? {};
+    const stored = input.baselines[id];
+    const startedAt = input.starts?.byContainer[target.container];
     if (target.type === 'env') {
       const plain = expectEnv(target, input.lookup);
       const { expectation } = plain;
       const digest = plain.digest === undefined ? undefined : policy.fingerprint(plain.digest);
       const view = viewOf(input.starts, target.container, expectation);
-      // A baseline is what the app started with: never take one from a version it did not get.
-      if (digest && view !== 'older') envDigests[id] = digest;
+      const app: AppHolds = { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
+      // The observation is the baseline that stands for the app's start; one taken before that
+      // start was known stood for it then; one recorded for an earlier start no longer does.
+      const observed = app.baseline ?? (stored?.startedAt === undefined ? stored?.fp : undefined);
+      const candidate = baselineCandidate('env', view, startedAt, stored, digest, undefined);
+      if (candidate) baselines[id] = candidate;
       const result = decide(
         target,
         expectation,
-        { baseline: input.envBaselines[id] },
+        { baseline: observed },
         previous,
         input.now,
         policy,
         digest,
-        view,
+        app,
       );
       verdicts.push(result.verdict);
       memory.set(id, result.memory);
@@ -101,14 +154,27 @@ export function verifyPass(input: PassInput): PassResult {
       expectation.files.keys(),
       target.subPath !== undefined,
     );
-    const view = readsContainerStarts(target)
-      ? viewOf(input.starts, target.container, expectation)
-      : 'agent-copy';
-    const result = decide(target, expectation, observation, previous, input.now, policy, undefined, view);
+    let app: AppHolds = { view: 'agent-copy' };
+    if (readsContainerStarts(target)) {
+      const view = viewOf(input.starts, target.container, expectation);
+      app = { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
+      const api = expectation.files.get('')?.digest.sha256;
+      const copy = observation.error ? undefined : observation.files.get('');
+      const candidate = baselineCandidate(
+        'subPath',
+        view,
+        startedAt,
+        stored,
+        api === undefined ? undefined : policy.fingerprint(api),
+        copy === undefined || copy === 'missing' ? undefined : policy.fingerprint(copy.sha256),
+      );
+      if (candidate) baselines[id] = candidate;
+    }
+    const result = decide(target, expectation, observation, previous, input.now, policy, undefined, app);
     verdicts.push(result.verdict);
     memory.set(id, result.memory);
   }
-  return { verdicts, memory, envDigests };
+  return { verdicts, memory, baselines };
 }
 
 /**

@@ -17,7 +17,7 @@ import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import { type Fingerprint, keyedFingerprint, keyId } from '../verify/fingerprint.ts';
 import { loadDigestKey } from './digest-key.ts';
-import { readEnvBaselines } from './env-baselines.ts';
+import { readStartBaselines, type StartBaselines } from './start-baselines.ts';
 
 export interface Runtime {
   readonly scope: Scope;
@@ -33,8 +33,8 @@ export interface Runtime {
   readonly fingerprint: Fingerprint;
   /** A target's mount path as the agent sees it (under --mount-root). */
   agentPath(mountPath: string): string;
-  /** The env baselines recorded on the Pod: target id -> fingerprint. */
-  readonly envBaselines: Readonly<Record<string, string>>;
+  /** What each app container got at its start, as recorded on the Pod (start-baselines.ts). */
+  readonly baselines: StartBaselines;
   /** Names the fingerprint key the baselines are made under. */
   readonly digestKeyId: string;
 }
@@ -88,8 +88,8 @@ export async function openRuntime(
       },
     );
   }
-  const raw = pod?.metadata?.annotations?.[ANNOTATION.envBaseline];
-  const baseline = readEnvBaselines(raw, digestKeyId);
+  const raw = pod?.metadata?.annotations?.[ANNOTATION.startBaselines];
+  const baseline = readStartBaselines(raw, digestKeyId);
   if (baseline.note) notes.push(baseline.note);
   return {
     scope,
@@ -102,7 +102,7 @@ export async function openRuntime(
     config,
     fingerprint: keyedFingerprint(digestKey.key),
     agentPath: (mountPath) => path.join(config.mountRoot, mountPath),
-    envBaselines: baseline.baselines,
+    baselines: baseline.baselines,
     digestKeyId,
   };
 }

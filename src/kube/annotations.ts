@@ -11,8 +11,8 @@ export const ANNOTATION = {
   lastConfigSync: 'config-sync.io/last-config-sync',
   /** On the Pod: the source versions that match was made on. */
   matchedVersions: 'config-sync.io/matched-versions',
-  /** On the Pod: the env digests the app container started with (keyed). */
-  envBaseline: 'config-sync.io/env-baseline',
+  /** On the Pod: what each app container got at its start for env and subPath targets (keyed), with that start. */
+  startBaselines: 'config-sync.io/start-baselines',
 } as const;
 
 /** The Pod condition the agent writes (usable as a readiness gate). */

@@ -48,7 +48,7 @@ export function requiredAccess(ctx: AccessContext): AccessNeed[] {
     resource: 'pods',
     ...pod,
     pinName: false,
-    why: 'read its own Pod (targets, owner, whether it is being deleted)',
+    why: 'read its own Pod (targets, owner, whether it is being deleted, when its app started)',
   });
   need({
     verb: 'patch',

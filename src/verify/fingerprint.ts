@@ -1,5 +1,5 @@
 // What a digest looks like once it leaves the process (logs, Events, `heal` output, the Pod's
-// env-baseline annotation): an HMAC under a key only this Pod has, never a plain sha256 prefix.
+// start-baselines annotation): an HMAC under a key only this Pod has, never a plain sha256 prefix.
 // A plain digest of a low-entropy Secret is a guessing oracle: anyone who can read the log or
 // the Pod hashes candidate values until one matches. Keyed, a reader without the key learns only
 // whether two fingerprints are equal (want vs have), which is all an operator needs.

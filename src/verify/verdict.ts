@@ -77,6 +77,17 @@ export interface EnvObservation {
   readonly baseline: string | undefined;
 }
 
+/** What the app container holds, for a target kubelet never updates (a subPath file, env vars). */
+export interface AppHolds {
+  /** Whether the agent's copy stands for the app's, or the app's start decides (container-view.ts). */
+  readonly view: ContainerView;
+  /**
+   * The keyed fingerprint recorded for the app container's current start (start-baselines.ts):
+   * where there is one, it is what the app holds, whatever the view says.
+   */
+  readonly baseline?: string;
+}
+
 export function targetId(target: Target): string {
   return target.type === 'volume'
     ? `${target.container}:${target.mountPath}`
@@ -110,10 +121,12 @@ export function compareVolume(
  * Steps:
  *  (1) sources the API could not give -> Unknown; a source (or listed key) that is gone ->
  *      Missing/SourceMissing: new pods could not even mount it, so this is for alerting only;
- *  (2) files that could not be read -> Unknown; (2b) for a subPath file or env vars, when the
- *      app's container and the agent's did not start together, the app's start decides
- *      (container-view.ts): it started after the current version -> no mismatch; it started
- *      before it while the agent started after it -> a mismatch, whatever the agent's copy says;
+ *  (2) files that could not be read -> Unknown; (2b) for a subPath file or env vars: a baseline
+ *      recorded for the app container's current start (start-baselines.ts) is what the app
+ *      holds, compared with the API's; without one, when the app's container and the agent's did
+ *      not start together, the app's start decides (container-view.ts): it started after the
+ *      current version -> no mismatch; it started before it while the agent started after it ->
+ *      a mismatch, whatever the agent's copy says;
  *  (3) no mismatch -> InSync; if the previous pass saw it Propagating, the propagation time is
  *      measured from the API change;
  *  (4) a mismatch: its window starts at the last API change (so an agent that starts late, or a
@@ -131,7 +144,7 @@ export function decide(
   now: number,
   policy: VerifyPolicy,
   envDigest?: string,
-  view: ContainerView = 'agent-copy',
+  app: AppHolds = { view: 'agent-copy' },
 ): { verdict: Verdict; memory: TargetMemory } {
   const id = targetId(target);
   const done = (v: Omit<Verdict, 'target'>, mismatchSince?: number) => ({
@@ -179,21 +192,18 @@ export function decide(
     mismatches = compareVolume(expectation, observation, policy.fingerprint);
   }
 
-  // (2b) For what kubelet never updates, the app container's own start decides when the
-  // agent's copy does not stand for it (container-view.ts).
+  // (2b) For what kubelet never updates, what the app container got at its current start
+  // decides: its recorded baseline, else its start against the agent's (container-view.ts).
   if (target.type === 'env' || target.subPath !== undefined) {
-    if (view === 'current') mismatches = [];
-    else if (view === 'older' && mismatches.length === 0) {
-      const want = target.type === 'env' ? envDigest : [...expectation.files.values()][0]?.digest.sha256;
-      mismatches = [
-        {
-          path: target.type === 'env' ? 'env' : '',
-          kind: 'content',
-          expected: want === undefined ? '-' : target.type === 'env' ? want : policy.fingerprint(want),
-          observed: 'a version from before the app container started',
-        },
-      ];
-    }
+    const sha = target.type === 'env' ? undefined : [...expectation.files.values()][0]?.digest.sha256;
+    const want = target.type === 'env' ? envDigest : sha === undefined ? undefined : policy.fingerprint(sha);
+    const stale = (observed: string): Mismatch[] => [
+      { path: target.type === 'env' ? 'env' : '', kind: 'content', expected: want ?? '-', observed },
+    ];
+    if (app.baseline !== undefined) mismatches = app.baseline === want ? [] : stale(app.baseline);
+    else if (app.view === 'current') mismatches = [];
+    else if (app.view === 'older' && mismatches.length === 0)
+      mismatches = stale('a version from before the app container started');
   }
 
   // (3)

@@ -12,11 +12,13 @@ import {
   agentLog,
   agentLogTail,
   cluster,
+  configVolumeOnNode,
   describeOnNode,
   eventsOf,
   inSyncCondition,
   killContainer,
   kubectl,
+  patchAppYamlDelivered,
   patchConfig,
   patchWebAndRollOut,
   restartsOf,
@@ -258,6 +260,81 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       // The first rollout (the patch above) and the one restart: three ReplicaSets in all.
       const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
       expect(rs.trim().split('\n')).toHaveLength(3);
+    });
+  });
+
+  describe('sidecar restarted after another key changed', () => {
+    const ns = useExample('e2e-sidecar-late');
+    it('the restarted agents know their app holds the current subPath file: no restart; then one for that key', async () => {
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      const core = ns.admin.makeApiClient(CoreV1Api);
+      const SUBPATH = 'app:/etc/log.yaml';
+      // Each agent records what its app got for /etc/log.yaml, tied to the app container's start.
+      for (const pod of before) {
+        const name = pod.metadata?.name ?? '';
+        await waitFor(
+          async () => {
+            const p = await core.readNamespacedPod({ name, namespace: ns.name });
+            const app = p.status?.containerStatuses?.find((c) => c.name === 'app')?.state?.running?.startedAt;
+            const raw = p.metadata?.annotations?.['config-sync.io/start-baselines'];
+            const at = raw ? JSON.parse(raw).baselines?.[SUBPATH]?.startedAt : undefined;
+            return app && at && Date.parse(at) === new Date(app).getTime() ? true : undefined;
+          },
+          {
+            what: "the subPath baseline recorded with the app's start",
+            timeoutMs: 60_000,
+            intervalMs: 500,
+            onTimeout: () => agentLogTail(ns.name, name),
+          },
+        );
+      }
+      const restartedBefore = await restartsOf(ns.admin, ns.name);
+      // Only app.yaml changes (the whole volume, which kubelet updates); log.yaml stays. The
+      // agents die after it reached the files, and kubelet starts them again: younger than their
+      // app, and than the change.
+      for (const pod of before)
+        await patchAppYamlDelivered(ns.name, configVolumeOnNode(pod), 'level: warn\n');
+      for (const pod of before) killContainer(pod, 'config-sync');
+      for (const pod of before) {
+        const name = pod.metadata?.name ?? '';
+        const verdict = await waitFor(
+          async () => {
+            const p = await core.readNamespacedPod({ name, namespace: ns.name });
+            const agent = p.status?.initContainerStatuses?.find((c) => c.name === 'config-sync');
+            if (!agent?.restartCount || !agent.state?.running) return undefined;
+            return (await agentLog(ns.name, name).catch(() => [])).find(
+              (l) => l.target === SUBPATH && l.state,
+            );
+          },
+          {
+            what: 'the restarted agent’s verdict on /etc/log.yaml',
+            timeoutMs: 60_000,
+            intervalMs: 500,
+            onTimeout: () => agentLogTail(ns.name, name),
+          },
+        );
+        expect(verdict.state).toBe('InSync');
+      }
+      // Past the --debounce (5 s): a drift would have been decided and acted on by now.
+      await new Promise((resolve) => setTimeout(resolve, 8000));
+      for (const pod of before) {
+        const lines = await agentLog(ns.name, pod.metadata?.name ?? '');
+        expect(lines.filter((l) => l.target === SUBPATH && l.state === 'Drifted')).toEqual([]);
+      }
+      expect(await restartsOf(ns.admin, ns.name)).toBe(restartedBefore);
+      expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toEqual([]);
+
+      // Now log.yaml itself: the apps still hold the old file, and the restarted agents say so.
+      await patchConfig(ns.name, { 'log.yaml': 'format: logfmt\n' });
+      await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
+        what: 'the restarted agents to heal',
+        timeoutMs: 90_000,
+        intervalMs: 500,
+      });
+      await webPodsReplaced(ns.admin, ns.name, before, 'the rollout to complete', 150_000);
+      const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+      expect(healed).toHaveLength(1);
+      expect(healed[0]?.message).toMatch(/SubPathStale/);
     });
   });
 

@@ -302,7 +302,7 @@ describe('targets kubelet never updates', () => {
     writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
 
     const a = agent(pod, ['--grace', '10m', '--debounce', '1s']);
-    await a.waitFor((l) => l.msg === 'recorded env baselines', 'the env baseline');
+    await a.waitFor((l) => l.msg === 'recorded start baselines', 'the env baseline');
     await waitFor(() => (a.lines.filter((l) => l.state === 'InSync').length >= 2 ? true : undefined), {
       what: 'both targets InSync',
     });
@@ -336,15 +336,16 @@ describe('targets kubelet never updates', () => {
     expect(everything).not.toContain(Buffer.from(SECRET_VALUE).toString('base64'));
 
     // Nor a plain digest of it, which anyone could recompute for a guessed value: the
-    // env-baseline annotation and every fingerprint in the logs are keyed with the Pod's key.
+    // start-baselines annotation and every fingerprint in the logs are keyed with the Pod's key.
     const plain = [SECRET_VALUE, `${SECRET_VALUE}-rotated`].flatMap((value) => {
       const sha = createHash('sha256').update(value).digest('hex');
       return [sha.slice(0, 12), createHash('sha256').update(`password=${sha}`).digest('hex').slice(0, 16)];
     });
     const { annotations } = await podCondition(ns.admin, ns.name, pod.name);
-    const recorded = JSON.parse(annotations['config-sync.io/env-baseline'] ?? '{}');
+    const recorded = JSON.parse(annotations['config-sync.io/start-baselines'] ?? '{}');
     expect(recorded).toEqual({ kid: expect.stringMatching(/^[0-9a-f]{8}$/), baselines: expect.any(Object) });
-    expect(Object.values(recorded.baselines)).toEqual([expect.stringMatching(/^[0-9a-f]{12}$/)]);
+    // No kubelet reports the app's start here: the env baseline only, untied to a start.
+    expect(Object.values(recorded.baselines)).toEqual([{ fp: expect.stringMatching(/^[0-9a-f]{12}$/) }]);
     for (const digest of plain) {
       expect(`${everything}\n${JSON.stringify(annotations)}\n${check.stdout}${dry.stdout}`).not.toContain(
         digest,

@@ -2,13 +2,19 @@
 // kubelet-style volume swaps: a burst of changes costs at most two reloads, the last one after
 // the last change; files that changed while no agent watched are reloaded once if, and only if,
 // the app's container started before the swap.
-import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
-import { controlPlane, useNamespace } from './support.ts';
-import { AgentProcess, type AppPod, createApp, updateConfig, writeMount } from './support-app.ts';
+import { useNamespace } from './support.ts';
+import {
+  AgentProcess,
+  type AppPod,
+  appStartedAt,
+  createApp,
+  updateConfig,
+  writeMount,
+} from './support-app.ts';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -32,43 +38,6 @@ function startAgent(pod: AppPod, url: string): AgentProcess {
   const agent = AgentProcess.start(pod, ['--on-drift', 'reload', '--reload-url', url, '--grace', '30s']);
   cleanup.push(() => agent.stop());
   return agent;
-}
-
-/** Sets the app container's running startedAt, as kubelet reports it. */
-function appStartedAt(namespace: string, pod: string, at: Date): void {
-  const cp = controlPlane();
-  const status = {
-    status: {
-      containerStatuses: [
-        {
-          name: 'app',
-          image: 'config-sync.invalid/app:never-pulled',
-          imageID: '',
-          ready: true,
-          restartCount: 0,
-          state: { running: { startedAt: at.toISOString().replace(/\.\d+Z$/, 'Z') } },
-        },
-      ],
-    },
-  };
-  const res = spawnSync(
-    cp.kubectl,
-    [
-      '--kubeconfig',
-      cp.adminKubeconfig,
-      '-n',
-      namespace,
-      'patch',
-      'pod',
-      pod,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify(status),
-    ],
-    { encoding: 'utf8' },
-  );
-  if (res.status !== 0) throw new Error(`kubectl patch pod status: ${res.stderr}`);
 }
 
 describe('a burst of 20 changes in 2 s', () => {

@@ -1,5 +1,6 @@
 // The test/cluster/app.ts helpers bound to this test run's control plane, and the CLI runner that
 // checks every output for the Secret value.
+import { spawnSync } from 'node:child_process';
 import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import * as app from '../cluster/app.ts';
@@ -29,7 +30,8 @@ export const createApp = (
   namespace: string,
   replicas: number,
   deployment?: V1Deployment,
-) => app.createApp(controlPlane(), admin, namespace, replicas, deployment);
+  data?: Record<string, string>,
+) => app.createApp(controlPlane(), admin, namespace, replicas, deployment, data);
 
 export const prepareAgentPod = (
   admin: KubeConfig,
@@ -83,4 +85,41 @@ export function firstPod(
     },
     { what: `a pod of ${label}` },
   );
+}
+
+/** Sets the app container's running startedAt, as kubelet reports it. */
+export function appStartedAt(namespace: string, pod: string, at: Date): void {
+  const cp = controlPlane();
+  const status = {
+    status: {
+      containerStatuses: [
+        {
+          name: 'app',
+          image: 'config-sync.invalid/app:never-pulled',
+          imageID: '',
+          ready: true,
+          restartCount: 0,
+          state: { running: { startedAt: at.toISOString().replace(/\.\d+Z$/, 'Z') } },
+        },
+      ],
+    },
+  };
+  const res = spawnSync(
+    cp.kubectl,
+    [
+      '--kubeconfig',
+      cp.adminKubeconfig,
+      '-n',
+      namespace,
+      'patch',
+      'pod',
+      pod,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify(status),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (res.status !== 0) throw new Error(`kubectl patch pod status: ${res.stderr}`);
 }

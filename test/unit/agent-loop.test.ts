@@ -1,8 +1,13 @@
 // The agent's small parts around its reconciler: the loop's wake-up and sleep, and the env
-// baselines it records on its Pod.
+// and subPath start baselines it records on its Pod.
 import { describe, expect, it } from 'vitest';
-import { baselinesToRecord, readEnvBaselines, writeEnvBaselines } from '../../src/agent/env-baselines.ts';
 import { runLoop, sleepAfterPass, Wakeup } from '../../src/agent/loop.ts';
+import {
+  baselinesToRecord,
+  heldBaseline,
+  readStartBaselines,
+  writeStartBaselines,
+} from '../../src/agent/start-baselines.ts';
 
 describe('the loop', () => {
   it('sleeps until 10 ms past the earliest deadline, never longer than the resync interval', () => {
@@ -58,20 +63,66 @@ describe('the loop', () => {
   });
 });
 
-describe('env baselines', () => {
-  it('records only the targets that have none yet', () => {
-    expect(baselinesToRecord({ 'app:env': 'f1', 'app:env2': 'f2' }, { 'app:env': 'f0' })).toEqual({
-      'app:env2': 'f2',
-    });
-    expect(baselinesToRecord({ 'app:env': 'f1' }, { 'app:env': 'f0' })).toEqual({});
+describe('start baselines', () => {
+  const T = Date.parse('2026-12-06T07:00:00Z');
+
+  it('records a target with none yet, and a new start of its container; never an untied one over a tied one', () => {
+    expect(
+      baselinesToRecord({ 'app:env': { fp: 'f1' }, 'app:env2': { fp: 'f2' } }, { 'app:env': { fp: 'f0' } }),
+    ).toEqual({ 'app:env2': { fp: 'f2' } });
+    // The app's start became known: the untied baseline is recorded again, tied to it.
+    expect(baselinesToRecord({ 'app:env': { fp: 'f0', startedAt: T } }, { 'app:env': { fp: 'f0' } })).toEqual(
+      {
+        'app:env': { fp: 'f0', startedAt: T },
+      },
+    );
+    // The app container started again: what it got then replaces what the old start held.
+    expect(
+      baselinesToRecord(
+        { 'app:/etc/a': { fp: 'f1', startedAt: T + 1 } },
+        { 'app:/etc/a': { fp: 'f0', startedAt: T } },
+      ),
+    ).toEqual({ 'app:/etc/a': { fp: 'f1', startedAt: T + 1 } });
+    expect(
+      baselinesToRecord(
+        { 'app:/etc/a': { fp: 'f1', startedAt: T } },
+        { 'app:/etc/a': { fp: 'f0', startedAt: T } },
+      ),
+    ).toEqual({});
+    expect(baselinesToRecord({ 'app:env': { fp: 'f1' } }, { 'app:env': { fp: 'f0', startedAt: T } })).toEqual(
+      {},
+    );
   });
 
-  it('reads back what it wrote under the same key, and re-baselines under another or from garbage', () => {
-    const written = writeEnvBaselines({ 'app:env': 'f1' }, 'kid-1');
-    expect(readEnvBaselines(written, 'kid-1')).toEqual({ baselines: { 'app:env': 'f1' } });
-    expect(readEnvBaselines(written, 'kid-2').baselines).toEqual({});
-    expect(readEnvBaselines(written, 'kid-2').note).toContain('another fingerprint key');
-    expect(readEnvBaselines('not json', 'kid-1').note).toContain('not JSON');
-    expect(readEnvBaselines(undefined, 'kid-1')).toEqual({ baselines: {} });
+  it('a baseline says what the container holds only for the start it was recorded for', () => {
+    expect(heldBaseline({ fp: 'f0', startedAt: T }, T)).toBe('f0');
+    expect(heldBaseline({ fp: 'f0', startedAt: T }, T + 1000)).toBeUndefined();
+    expect(heldBaseline({ fp: 'f0', startedAt: T }, undefined)).toBeUndefined();
+    expect(heldBaseline({ fp: 'f0' }, T)).toBeUndefined();
+    expect(heldBaseline(undefined, T)).toBeUndefined();
+  });
+
+  it('reads back what it wrote under the same key, and takes baselines again under another or from garbage', () => {
+    const baselines = { 'app:env': { fp: 'f1' }, 'app:/etc/a': { fp: 'f2', startedAt: T } };
+    const written = writeStartBaselines(baselines, 'kid-1');
+    // The start is written as kubelet reports it, readable by an operator.
+    expect(JSON.parse(written)).toEqual({
+      kid: 'kid-1',
+      baselines: {
+        'app:env': { fp: 'f1' },
+        'app:/etc/a': { fp: 'f2', startedAt: '2026-12-06T07:00:00.000Z' },
+      },
+    });
+    expect(readStartBaselines(written, 'kid-1')).toEqual({ baselines });
+    expect(readStartBaselines(written, 'kid-2').baselines).toEqual({});
+    expect(readStartBaselines(written, 'kid-2').note).toContain('another fingerprint key');
+    expect(readStartBaselines('not json', 'kid-1').note).toContain('not JSON');
+    expect(readStartBaselines(undefined, 'kid-1')).toEqual({ baselines: {} });
+    // An entry of another shape is left out (taken again), the others kept.
+    const odd = JSON.stringify({
+      kid: 'kid-1',
+      baselines: { a: 'f1', b: { fp: 'f2', startedAt: 'never' }, c: { fp: 'f3' } },
+    });
+    expect(readStartBaselines(odd, 'kid-1')).toEqual({ baselines: { c: { fp: 'f3' } } });
   });
 });

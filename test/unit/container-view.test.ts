@@ -2,6 +2,7 @@
 // not start together (src/verify/container-view.ts), and how a pass decides on it.
 import { describe, expect, it } from 'vitest';
 import { containerStarts, readsContainerStarts, verifyPass } from '../../src/agent/pass.ts';
+import type { StartBaseline } from '../../src/agent/start-baselines.ts';
 import type { Target } from '../../src/discover/targets.ts';
 import { containerView, START_SLACK_MS } from '../../src/verify/container-view.ts';
 import { keyedFingerprint } from '../../src/verify/fingerprint.ts';
@@ -84,7 +85,13 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
     keys: ['k'],
     optional: false,
   };
-  const pass = (agentCopy: string, appStartedAt: number, agentStartedAt: number, baseline?: string) =>
+  const pass = (
+    agentCopy: string,
+    appStartedAt: number | undefined,
+    agentStartedAt: number,
+    baseline?: string,
+    baselines: Record<string, StartBaseline> = {},
+  ) =>
     verifyPass({
       targets: [subPath, env],
       lookup: () => cm('new'),
@@ -93,13 +100,17 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
         extras: [],
       }),
       agentPath: (p) => p,
-      envBaselines: baseline === undefined ? {} : { 'app:env:ConfigMap/cfg': baseline },
+      baselines: baseline === undefined ? baselines : { ...baselines, [ENV]: { fp: baseline } },
       memory: new Map(),
       windows: { graceMs: 90_000, debounceMs: 0 },
       fingerprint: keyedFingerprint(Buffer.from('a test key')),
       now: T + 120_000,
-      starts: { agent: agentStartedAt, byContainer: { app: appStartedAt } },
+      starts: { agent: agentStartedAt, byContainer: appStartedAt === undefined ? {} : { app: appStartedAt } },
     });
+  const ENV = 'app:env:ConfigMap/cfg';
+  const FILE = 'app:/etc/k';
+  const fp = keyedFingerprint(Buffer.from('a test key'));
+  const fileFp = (value: string) => fp(sha256(Buffer.from(value)));
 
   it('the app restarted after the change: InSync, though the agent’s copy and baseline are old', () => {
     const r = pass('old', T + 30_000, T - 600_000, 'old-baseline');
@@ -109,11 +120,64 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
     const r = pass('new', T - 600_000, T + 30_000);
     expect(r.verdicts.map((v) => v.reason)).toEqual(['SubPathStale', 'EnvStale']);
     // No baseline is taken from a version the app never got.
-    expect(r.envDigests).toEqual({});
+    expect(r.baselines).toEqual({});
   });
   it('both from before the change, in the sidecar order: the agent’s copy decides', () => {
     expect(pass('old', T - 600_000, T - 601_000).verdicts[0]?.reason).toBe('SubPathStale');
     expect(pass('new', T - 600_000, T - 601_000).verdicts[0]?.state).toBe('InSync');
+  });
+
+  describe('a baseline recorded for the app container’s start', () => {
+    const APP = T - 600_000;
+    // What the app got at its start, as the first agent recorded it: the key's value `new`.
+    const envNew = () => pass('new', T + 30_000, T - 601_000).baselines[ENV]?.fp as string;
+    it('the agent restarted after a change to another key: the app holds the current value, InSync', () => {
+      const held = { [FILE]: { fp: fileFp('new'), startedAt: APP }, [ENV]: { fp: envNew(), startedAt: APP } };
+      const r = pass('new', APP, T + 30_000, undefined, held);
+      expect(r.verdicts.map((v) => v.state)).toEqual(['InSync', 'InSync']);
+      expect(r.baselines).toEqual({});
+    });
+    it('the agent restarted after a change to the key itself: Drifted, showing what the app holds', () => {
+      const oldEnv = pass('new', T + 30_000, T - 601_000, undefined, {}).baselines[ENV]?.fp;
+      const held = {
+        [FILE]: { fp: fileFp('old'), startedAt: APP },
+        [ENV]: { fp: `${oldEnv}-of-old`, startedAt: APP },
+      };
+      const r = pass('new', APP, T + 30_000, undefined, held);
+      expect(r.verdicts.map((v) => v.reason)).toEqual(['SubPathStale', 'EnvStale']);
+      expect(r.verdicts[0]?.mismatches).toEqual([
+        { path: '', kind: 'content', expected: fileFp('new'), observed: fileFp('old') },
+      ]);
+    });
+    it('it stands for that start only: the app started again since -> its start decides again', () => {
+      const held = { [FILE]: { fp: fileFp('new'), startedAt: APP - 60_000 } };
+      expect(pass('new', APP, T + 30_000, undefined, held).verdicts[0]?.reason).toBe('SubPathStale');
+    });
+  });
+
+  describe('which baselines a pass offers to record', () => {
+    it('the app started after the current version: the API’s version, with that start', () => {
+      const r = pass('old', T + 30_000, T - 600_000);
+      expect(r.baselines[FILE]).toEqual({ fp: fileFp('new'), startedAt: T + 30_000 });
+      expect(r.baselines[ENV]).toEqual({
+        fp: expect.stringMatching(/^[0-9a-f]{12}$/),
+        startedAt: T + 30_000,
+      });
+    });
+    it('the agent’s copy stands for the app’s: that copy for a subPath file; for env the untied baseline, tied', () => {
+      const r = pass('old', T - 600_000, T - 601_000, 'env-at-first-start');
+      expect(r.baselines[FILE]).toEqual({ fp: fileFp('old'), startedAt: T - 600_000 });
+      expect(r.baselines[ENV]).toEqual({ fp: 'env-at-first-start', startedAt: T - 600_000 });
+    });
+    it('the app’s start not known yet: an untied env baseline, no subPath one (the agent’s copy is the observation)', () => {
+      const r = pass('new', undefined, T - 601_000);
+      expect(Object.keys(r.baselines)).toEqual([ENV]);
+      expect(r.baselines[ENV]?.startedAt).toBeUndefined();
+    });
+    it('already recorded for this start: nothing', () => {
+      const held = { [FILE]: { fp: fileFp('old'), startedAt: T - 600_000 } };
+      expect(pass('old', T - 600_000, T - 601_000, undefined, held).baselines[FILE]).toBeUndefined();
+    });
   });
 });
 
