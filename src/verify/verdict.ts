@@ -2,6 +2,7 @@
 // what the API says, and if not, whether that is still normal propagation or drift. Pure: the
 // caller passes the expectation, the observation, the target's memory and the clock.
 
+import { createHash } from 'node:crypto';
 import type { Target } from '../discover/targets.ts';
 import type { ContainerView } from './container-view.ts';
 import type { Expectation } from './expected.ts';
@@ -42,7 +43,10 @@ export interface Verdict {
   readonly since?: number;
   /** When it stops being Propagating: the caller re-checks then. */
   readonly deadline?: number;
-  /** Set on the pass that saw a propagating mismatch resolve: API change -> file on disk. */
+  /**
+   * Set on the pass that saw a change to a volume's files land: API change -> files on disk
+   * (step 3).
+   */
   readonly propagationSeconds?: number;
 }
 
@@ -50,6 +54,8 @@ export interface Verdict {
 export interface TargetMemory {
   readonly mismatchSince?: number;
   readonly lastState?: VerdictState;
+  /** For a volume kubelet updates: the content it last matched, and the API change it came with. */
+  readonly synced?: { readonly changedAt: number | undefined; readonly content: string };
 }
 
 /** The two windows of the verdict, as the settings give them (config/agent-config.ts). */
@@ -86,6 +92,18 @@ export interface AppHolds {
    * where there is one, it is what the app holds, whatever the view says.
    */
   readonly baseline?: string;
+}
+
+/** A whole volume of a mutable source: what kubelet propagates, so what a propagation time is of. */
+function kubeletUpdates(target: Target, expectation: Expectation): boolean {
+  return target.type === 'volume' && target.subPath === undefined && !expectation.immutable;
+}
+
+/** The expected files as one digest: paths, contents and modes. Computed once per API change. */
+function contentKey(expectation: Expectation): string {
+  const hash = createHash('sha256');
+  for (const [path, file] of expectation.files) hash.update(`${path}\0${file.digest.sha256}\0${file.mode}\n`);
+  return hash.digest('hex');
 }
 
 export function targetId(target: Target): string {
@@ -127,8 +145,10 @@ export function compareVolume(
  *      not start together, the app's start decides (container-view.ts): it started after the
  *      current version -> no mismatch; it started before it while the agent started after it ->
  *      a mismatch, whatever the agent's copy says;
- *  (3) no mismatch -> InSync; if the previous pass saw it Propagating, the propagation time is
- *      measured from the API change;
+ *  (3) no mismatch -> InSync; the propagation time is measured from the API change when the
+ *      previous pass saw it Propagating, or, for a volume kubelet updates, when the files now
+ *      match content other than they last matched: the files and the API's event may both
+ *      arrive before a pass, and a propagation no pass saw pending is a propagation still;
  *  (4) a mismatch: its window starts at the last API change (so an agent that starts late, or a
  *      one-shot command, still knows how long kubelet has had), else at the first sighting;
  *  (5) the window is the grace period for a volume kubelet updates, the short debounce for what
@@ -147,9 +167,13 @@ export function decide(
   app: AppHolds = { view: 'agent-copy' },
 ): { verdict: Verdict; memory: TargetMemory } {
   const id = targetId(target);
-  const done = (v: Omit<Verdict, 'target'>, mismatchSince?: number) => ({
+  const done = (v: Omit<Verdict, 'target'>, mismatchSince?: number, synced = memory.synced) => ({
     verdict: { target: id, ...v },
-    memory: { lastState: v.state, ...(mismatchSince === undefined ? {} : { mismatchSince }) },
+    memory: {
+      lastState: v.state,
+      ...(mismatchSince === undefined ? {} : { mismatchSince }),
+      ...(synced === undefined ? {} : { synced }),
+    },
   });
 
   // (1)
@@ -208,17 +232,28 @@ export function decide(
 
   // (3)
   if (mismatches.length === 0) {
+    let synced = memory.synced;
+    let landed = memory.lastState === 'Propagating';
+    if (kubeletUpdates(target, expectation) && synced?.changedAt !== expectation.changedAt) {
+      const content = contentKey(expectation);
+      landed ||= synced !== undefined && synced.content !== content;
+      synced = { changedAt: expectation.changedAt, content };
+    }
     const measured =
-      memory.lastState === 'Propagating' && expectation.changedAt !== undefined
+      landed && expectation.changedAt !== undefined
         ? { propagationSeconds: Math.max(0, (now - expectation.changedAt) / 1000) }
         : {};
-    return done({
-      state: 'InSync',
-      reason: 'InSync',
-      message: 'files match the API',
-      mismatches,
-      ...measured,
-    });
+    return done(
+      {
+        state: 'InSync',
+        reason: 'InSync',
+        message: 'files match the API',
+        mismatches,
+        ...measured,
+      },
+      undefined,
+      synced,
+    );
   }
 
   // (4)

@@ -108,6 +108,55 @@ describe('volume targets', () => {
     expect(verdict.propagationSeconds).toBeUndefined();
   });
 
+  it('a change whose files landed before any pass saw them differ is measured too, once', () => {
+    // The first pass after start measures nothing: the version is older than the agent.
+    const first = run(volume(), present(cm({ a: '1' })), onDisk({ a: '1' }), T0 + 1000);
+    expect(first.verdict.propagationSeconds).toBeUndefined();
+    // The API's event and kubelet's swap both came before the next pass: InSync -> InSync.
+    const next = present(cm({ a: '2' }, T0 + 60_000));
+    const landed = run(volume(), next, onDisk({ a: '2' }), T0 + 60_250, first.memory);
+    expect(landed.verdict).toMatchObject({ state: 'InSync', propagationSeconds: 0.25 });
+    expect(
+      run(volume(), next, onDisk({ a: '2' }), T0 + 61_000, landed.memory).verdict.propagationSeconds,
+    ).toBe(undefined);
+  });
+
+  it('a change to what the target does not show (a key outside its items) propagates nothing', () => {
+    const items = volume({
+      sources: [
+        {
+          ref: { kind: 'ConfigMap', name: 'app' },
+          optional: false,
+          defaultMode: 0o644,
+          items: [{ key: 'a', path: 'a' }],
+        },
+      ],
+    });
+    const first = run(items, present(cm({ a: '1', b: '1' })), onDisk({ a: '1' }), T0 + 1000);
+    const other = run(
+      items,
+      present(cm({ a: '1', b: '2' }, T0 + 60_000)),
+      onDisk({ a: '1' }),
+      T0 + 60_250,
+      first.memory,
+    );
+    expect(other.verdict).toMatchObject({ state: 'InSync' });
+    expect(other.verdict.propagationSeconds).toBeUndefined();
+  });
+
+  it('a subPath file is never propagated: no propagation time from a change to its source', () => {
+    const file = volume({ mountPath: '/etc/a', subPath: 'a' });
+    const first = run(file, present(cm({ a: '1', b: '1' })), onDisk({ '': '1' }), T0 + 1000);
+    const other = run(
+      file,
+      present(cm({ a: '1', b: '2' }, T0 + 60_000)),
+      onDisk({ '': '1' }),
+      T0 + 60_250,
+      first.memory,
+    );
+    expect(other.verdict.propagationSeconds).toBeUndefined();
+  });
+
   it('Drifted (ContentDrift) past the grace window', () => {
     const { verdict } = run(volume(), present(cm({ a: '2' })), onDisk({ a: '1' }), T0 + 91_000);
     expect(verdict).toMatchObject({ state: 'Drifted', reason: 'ContentDrift' });
