@@ -12,7 +12,10 @@
 //  (1) ask the ConnectionSource for the server, headers and TLS identity (the in-cluster source
 //      re-reads a rotated token or CA here; a kubeconfig source may run an exec plugin);
 //  (2) pick the pool for that TLS identity, making it on first use; when the identity changes
-//      (a rotated CA or client certificate) the old pool's idle sockets are closed;
+//      (a rotated CA or client certificate) the old pool's idle sockets are closed. The identity
+//      is hashed only when its material is not the very same as the last request's (the
+//      in-cluster source hands back the same cached CA string until kubelet rotates it), so a
+//      request does not hash the CA each time;
 //  (3) send, count the request by verb, and read the JSON answer; a non-2xx answer becomes an
 //      ApiStatusError holding the API's Status, never the raw request or response.
 import { createHash } from 'node:crypto';
@@ -138,18 +141,20 @@ export function withQuery(path: string, query: Query | undefined): string {
   return s ? `${path}?${s}` : path;
 }
 
+const TLS_FIELDS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'rejectUnauthorized',
+  'servername',
+] as const satisfies readonly (keyof TlsIdentity)[];
+
 function identityKey(server: URL, tls: TlsIdentity): string {
   const hash = createHash('sha256');
   hash.update(server.origin);
-  for (const field of [
-    'ca',
-    'cert',
-    'key',
-    'pfx',
-    'passphrase',
-    'rejectUnauthorized',
-    'servername',
-  ] as const) {
+  for (const field of TLS_FIELDS) {
     hash.update(`\0${field}=`);
     const value = tls[field];
     if (value !== undefined) hash.update(Buffer.isBuffer(value) ? value : String(value));
@@ -162,11 +167,25 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
   const stopping = settings.signal;
   const requests: Record<string, number> = {};
   let pool: { key: string; agent: http.Agent } | undefined;
+  let lastIdentity: { server: URL; tls: TlsIdentity; key: string } | undefined;
 
-  // (2)
+  // (2) The same server object and the same material (by reference for Buffers; strings the
+  // source cached compare at once) is the same identity, without hashing it again.
+  function keyOf(connection: Connection): string {
+    const last = lastIdentity;
+    if (
+      last?.server === connection.server &&
+      TLS_FIELDS.every((field) => last.tls[field] === connection.tls[field])
+    )
+      return last.key;
+    const key = identityKey(connection.server, connection.tls);
+    lastIdentity = { server: connection.server, tls: connection.tls, key };
+    return key;
+  }
+
   function agentFor(connection: Connection): http.Agent {
     if (connection.proxyAgent) return connection.proxyAgent;
-    const key = identityKey(connection.server, connection.tls);
+    const key = keyOf(connection);
     if (pool?.key === key) return pool.agent;
     const previous = pool?.agent;
     const agent =

@@ -1,6 +1,7 @@
 // The one client of a process, against the real API: a rotated service-account token is used
 // from the next request on, and thousands of requests and many watch reconnects open no new
 // clients and leak no sockets or file descriptors (scenario S6).
+import { spawnSync } from 'node:child_process';
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -81,6 +82,66 @@ describe('service-account token rotation', () => {
     expect(cm.data).toEqual({ k: 'v' });
   });
 });
+
+describe('CA rotation', () => {
+  it('a CA swapped in is used from the next request, over a new pool; the same CA swapped in keeps the pool', async () => {
+    const id = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'agent',
+      existingServiceAccount: true,
+      boundPodName: 'agent-ca',
+    });
+    const spec = { token: id.token, namespace: ns.name };
+    const caLayout = layInClusterDir(tempDir('ca-'), controlPlane(), spec);
+    const client = await inClusterClient(caLayout, ns.name);
+    await readConfigMap(client);
+    const sockets = connectionCounter();
+    try {
+      // kubelet swaps the volume in (a token rotation) with the same CA: the same identity.
+      rotateInClusterToken(caLayout, controlPlane(), spec);
+      await readConfigMap(client);
+      expect(sockets.count).toBe(0);
+      // A CA that did not sign the API server's certificate: the next request is made with it.
+      rotateInClusterToken(caLayout, controlPlane(), { ...spec, caPem: selfSignedCa() });
+      expect((await rejection(readConfigMap(client))).message).toMatch(/^TLS to https:\/\/.* failed/);
+      expect(sockets.count).toBe(1);
+      // And the right one again.
+      rotateInClusterToken(caLayout, controlPlane(), spec);
+      expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
+      expect(sockets.count).toBe(2);
+    } finally {
+      sockets.stop();
+    }
+  });
+});
+
+/** A CA certificate of its own, which signed nothing the test control plane serves. */
+function selfSignedCa(): string {
+  const dir = tempDir('other-ca-');
+  const run = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      '/CN=not-the-api-server-ca',
+      '-days',
+      '1',
+      '-keyout',
+      path.join(dir, 'key.pem'),
+      '-out',
+      path.join(dir, 'ca.pem'),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (run.status !== 0) throw new Error(`openssl req: ${run.stderr}`);
+  return fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8');
+}
 
 function createKubeClientWithToken(token: string): Promise<KubeClient> {
   const root = tempDir('token-');
