@@ -56,20 +56,16 @@ import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import { reloadController } from './reload-controller.ts';
 import type { Runtime } from './runtime.ts';
-import { baselinesToRecord, type StartBaseline, writeStartBaselines } from './start-baselines.ts';
+import {
+  baselinesToRecord,
+  type StartBaseline,
+  startsReadDelay,
+  writeStartBaselines,
+} from './start-baselines.ts';
 import { verdictNews } from './verdict-changes.ts';
 
 /** How soon a drift whose sources could not be confirmed (the API did not answer) is tried again. */
 const CONFIRM_RETRY_MS = 5_000;
-
-/**
- * The reads of the agent's own Pod that wait for its app containers to start (step 6): 1 s, 2 s,
- * 4 s ... after the agent's start, at most STARTS_READ_MAX_MS apart, STARTS_READS in all (about
- * 3.5 minutes). A container that is not running by then (a crash loop) is not waited for: its
- * start is read again with the next drift.
- */
-const STARTS_READS = 10;
-const STARTS_READ_MAX_MS = 30_000;
 
 export interface AgentDeps {
   readonly rt: Runtime;
@@ -351,7 +347,6 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   function startsPending(): boolean {
     return (
       podRef !== undefined &&
-      startsReads < STARTS_READS &&
       rt.targets.some((t) => readsContainerStarts(t) && starts.byContainer[t.container] === undefined)
     );
   }
@@ -359,7 +354,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   async function readStartsWhenDue(now: number): Promise<void> {
     if (!startsPending() || now < startsReadAt) return;
     startsReads += 1;
-    startsReadAt = now + Math.min(STARTS_READ_MAX_MS, 1000 * 2 ** startsReads);
+    startsReadAt = now + startsReadDelay(startsReads, options.heartbeatMs);
     // A start that appeared decides env and subPath targets again, and lets their baselines be
     // recorded: one more pass, at once.
     if (refreshStarts(await readOwnPod())) wakeup.wake();

@@ -46,6 +46,18 @@ export function baselinesToRecord(
   );
 }
 
+/**
+ * How long after its `reads`-th read of its own Pod (1, 2, ...) the agent reads it again while an
+ * app container with an env or subPath target shows no start, so that its baselines can be tied
+ * to that start: 2 s, 4 s, 8 s ... (the first read comes 1 s after the agent's start), at most
+ * 30 s apart, for 10 reads (about 3 minutes: an app usually runs within seconds of its sidecar).
+ * A container not running by then (a long image pull, a crash loop) is read for at each
+ * --heartbeat.
+ */
+export function startsReadDelay(reads: number, heartbeatMs: number): number {
+  return reads < 10 ? Math.min(30_000, 1000 * 2 ** reads) : heartbeatMs;
+}
+
 interface Recorded {
   kid?: unknown;
   baselines?: unknown;

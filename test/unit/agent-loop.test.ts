@@ -6,6 +6,7 @@ import {
   baselinesToRecord,
   heldBaseline,
   readStartBaselines,
+  startsReadDelay,
   writeStartBaselines,
 } from '../../src/agent/start-baselines.ts';
 
@@ -92,6 +93,15 @@ describe('start baselines', () => {
     expect(baselinesToRecord({ 'app:env': { fp: 'f1' } }, { 'app:env': { fp: 'f0', startedAt: T } })).toEqual(
       {},
     );
+  });
+
+  it('the Pod is read for the app’s start 1, 2, 4 ... s apart, at most 30 s, then at each heartbeat', () => {
+    const delays = Array.from({ length: 12 }, (_, i) => startsReadDelay(i + 1, 900_000));
+    expect(delays).toEqual([
+      2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000, 30_000, 30_000, 900_000, 900_000, 900_000,
+    ]);
+    // The first read 1 s after the start, then the nine after it: about three minutes in all.
+    expect(1000 + delays.slice(0, 9).reduce((a, b) => a + b, 0)).toBe(181_000);
   });
 
   it('a baseline says what the container holds only for the start it was recorded for', () => {
