@@ -75,8 +75,10 @@ function viewOf(starts: ContainerStarts | undefined, container: string, expectat
  *  (1) a baseline recorded for that very start already says it -> nothing new;
  *  (2) the container started after the current version (view 'current') -> the API's version;
  *  (3) the agent's copy stands for the app's (view 'agent-copy') -> that copy: the subPath file
- *      as the agent reads it, or for env (which no other container can read) the baseline taken
- *      before the app's start was known, else the API's version;
+ *      as the agent reads it; for env (which no other container can read) the baseline taken
+ *      before the app's start was known, or the API's version when there is none yet, and
+ *      nothing when the baseline is of an earlier start of the container (what the container got
+ *      when it started again is not known; that baseline stays the observation, as before);
  *  (4) the app is older than the current version (view 'older') -> nothing: it holds something
  *      the agent never saw.
  * A subPath baseline is taken only once its container's start is known: until then, the agent's
@@ -97,7 +99,14 @@ export function baselineCandidate(
   if (view === 'current') fp = api;
   // (3)
   else if (view === 'agent-copy')
-    fp = kind === 'subPath' ? agentCopy : stored?.startedAt === undefined ? (stored?.fp ?? api) : api;
+    fp =
+      kind === 'subPath'
+        ? agentCopy
+        : stored === undefined
+          ? api
+          : stored.startedAt === undefined
+            ? stored.fp
+            : undefined;
   // (4)
   if (fp === undefined) return undefined;
   if (startedAt !== undefined) return { fp, startedAt };
@@ -129,9 +138,10 @@ export function verifyPass(input: PassInput): PassResult {
       const digest = plain.digest === undefined ? undefined : policy.fingerprint(plain.digest);
       const view = viewOf(input.starts, target.container, expectation);
       const app: AppHolds = { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
-      // The observation is the baseline that stands for the app's start; one taken before that
-      // start was known stood for it then; one recorded for an earlier start no longer does.
-      const observed = app.baseline ?? (stored?.startedAt === undefined ? stored?.fp : undefined);
+      // The observation is the baseline that stands for the app's current start; without one,
+      // the baseline there is (taken before that start was known, or of an earlier start), as
+      // before baselines were tied to starts.
+      const observed = app.baseline ?? stored?.fp;
       const candidate = baselineCandidate('env', view, startedAt, stored, digest, undefined);
       if (candidate) baselines[id] = candidate;
       const result = decide(

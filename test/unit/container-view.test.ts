@@ -153,6 +153,15 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
       const held = { [FILE]: { fp: fileFp('new'), startedAt: APP - 60_000 } };
       expect(pass('new', APP, T + 30_000, undefined, held).verdicts[0]?.reason).toBe('SubPathStale');
     });
+    it('env, in the sidecar order, with a baseline of an earlier start: still the observation, nothing new recorded', () => {
+      // The app started again after the agent, within the slack of the change: what it got then
+      // is not known, so the old baseline decides as it did before baselines had starts.
+      const held = { [ENV]: { fp: 'env-of-an-earlier-start', startedAt: T - 600_000 } };
+      const r = pass('new', T + S, T - 601_000, undefined, held);
+      expect(r.verdicts[1]?.reason).toBe('EnvStale');
+      expect(r.verdicts[1]?.mismatches[0]?.observed).toBe('env-of-an-earlier-start');
+      expect(r.baselines[ENV]).toBeUndefined();
+    });
   });
 
   describe('which baselines a pass offers to record', () => {
