@@ -1,7 +1,6 @@
 // The admission webhook deployed in the cluster from deploy/webhook, unmodified but for what
 // cert-manager would do there (the TLS Secret and the caBundle): it injects the sidecar into a
 // real Pod of a labelled namespace, and that Pod runs and reports InSync.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
+import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e2e-webhook-'));
@@ -19,29 +19,7 @@ function serviceCertificate(): { cert: string; key: string } {
   const cert = path.join(dir, 'tls.crt');
   const key = path.join(dir, 'tls.key');
   const name = 'config-sync-webhook.config-sync-system.svc';
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=DNS:${name}`,
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSignedCertificate({ cert, key }, name, `DNS:${name}`);
   return { cert, key };
 }
 

@@ -1,7 +1,6 @@
 // The one client of a process, against the real API: a rotated service-account token is used
 // from the next request on, and thousands of requests and many watch reconnects open no new
 // clients and leak no sockets or file descriptors (scenario S6).
-import { spawnSync } from 'node:child_process';
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +10,7 @@ import type { ConfigSyncError } from '../../src/errors.ts';
 import type { KubeClient } from '../../src/kube/client.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../cluster/in-cluster.ts';
+import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, rejection, useNamespace } from './support.ts';
@@ -118,29 +118,9 @@ describe('CA rotation', () => {
 /** A CA certificate of its own, which signed nothing the test control plane serves. */
 function selfSignedCa(): string {
   const dir = tempDir('other-ca-');
-  const run = spawnSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-subj',
-      '/CN=not-the-api-server-ca',
-      '-days',
-      '1',
-      '-keyout',
-      path.join(dir, 'key.pem'),
-      '-out',
-      path.join(dir, 'ca.pem'),
-    ],
-    { encoding: 'utf8' },
-  );
-  if (run.status !== 0) throw new Error(`openssl req: ${run.stderr}`);
-  return fs.readFileSync(path.join(dir, 'ca.pem'), 'utf8');
+  const files = { cert: path.join(dir, 'ca.pem'), key: path.join(dir, 'key.pem') };
+  selfSignedCertificate(files, 'not-the-api-server-ca');
+  return fs.readFileSync(files.cert, 'utf8');
 }
 
 function createKubeClientWithToken(token: string): Promise<KubeClient> {

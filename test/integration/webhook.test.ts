@@ -1,7 +1,7 @@
 // The admission webhook for real: `config-sync webhook` on 127.0.0.1 with a self-signed
 // certificate, registered in the test API server with a URL client config; Deployments then get
 // their Pods from the controller-manager, through the webhook.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bin, root, webDeployment } from '../cluster/app.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
+import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
 
@@ -31,29 +32,7 @@ let port: number;
 let webhook: ChildProcess | undefined;
 
 function selfSigned(): void {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      `${key}.new`,
-      '-out',
-      `${cert}.new`,
-    ],
-    { stdio: 'ignore' },
-  );
+  selfSignedCertificate({ cert: `${cert}.new`, key: `${key}.new` }, '127.0.0.1', 'IP:127.0.0.1');
   // Swap both files in, as a renewed Secret would be.
   fs.renameSync(`${key}.new`, key);
   fs.renameSync(`${cert}.new`, cert);
