@@ -4,7 +4,7 @@
 // of the Secret shows in any log, Event or annotation.
 import fs from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { NODE_BASE } from '../cluster/node.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -52,6 +52,27 @@ async function shortGrace(namespace: string): Promise<void> {
     { op: 'replace', path: '/spec/template/spec/initContainers/0/args', value: ['agent', '--grace', '5s'] },
   ];
   await patchWebAndRollOut(namespace, patch);
+}
+
+/**
+ * After a subPath drift the restarted agents of `before` saw: the workload restarted (its
+ * restartedAt moved from `restartedBefore`), every Pod replaced, and one Healed Event, for
+ * SubPathStale.
+ */
+async function expectOneSubPathRestart(
+  ns: { readonly name: string; readonly admin: KubeConfig },
+  before: readonly V1Pod[],
+  restartedBefore: string | undefined,
+): Promise<void> {
+  await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
+    what: 'the restarted agents to heal',
+    timeoutMs: 90_000,
+    intervalMs: 500,
+  });
+  await webPodsReplaced(ns.admin, ns.name, before, 'the rollout to complete', 150_000);
+  const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
+  expect(healed).toHaveLength(1);
+  expect(healed[0]?.message).toMatch(/SubPathStale/);
 }
 
 describeOnNode('drift kubelet does not fix, on a real node', () => {
@@ -248,15 +269,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       }
       for (const pod of before) killContainer(pod, 'config-sync');
 
-      await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
-        what: 'the restarted agents to heal',
-        timeoutMs: 90_000,
-        intervalMs: 500,
-      });
-      await webPodsReplaced(ns.admin, ns.name, before, 'the rollout to complete', 150_000);
-      const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
-      expect(healed).toHaveLength(1);
-      expect(healed[0]?.message).toMatch(/SubPathStale/);
+      await expectOneSubPathRestart(ns, before, restartedBefore);
       // The first rollout (the patch above) and the one restart: three ReplicaSets in all.
       const rs = await kubectl('-n', ns.name, 'get', 'replicasets', '-o', 'name');
       expect(rs.trim().split('\n')).toHaveLength(3);
@@ -326,15 +339,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
 
       // Now log.yaml itself: the apps still hold the old file, and the restarted agents say so.
       await patchConfig(ns.name, { 'log.yaml': 'format: logfmt\n' });
-      await waitFor(async () => (await restartsOf(ns.admin, ns.name)) !== restartedBefore || undefined, {
-        what: 'the restarted agents to heal',
-        timeoutMs: 90_000,
-        intervalMs: 500,
-      });
-      await webPodsReplaced(ns.admin, ns.name, before, 'the rollout to complete', 150_000);
-      const healed = (await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed');
-      expect(healed).toHaveLength(1);
-      expect(healed[0]?.message).toMatch(/SubPathStale/);
+      await expectOneSubPathRestart(ns, before, restartedBefore);
     });
   });
 
