@@ -314,7 +314,9 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
           async () => {
             const p = await core.readNamespacedPod({ name, namespace: ns.name });
             const agent = p.status?.initContainerStatuses?.find((c) => c.name === 'config-sync');
-            if (!agent?.restartCount || !agent.state?.running) return undefined;
+            // Started: its startup probe (/readyz) passed, so its first pass, with whatever it
+            // decided and did, is done.
+            if (!agent?.restartCount || !agent.state?.running || !agent.started) return undefined;
             return (await agentLog(ns.name, name).catch(() => [])).find(
               (l) => l.target === SUBPATH && l.state,
             );
@@ -328,8 +330,7 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
         );
         expect(verdict.state).toBe('InSync');
       }
-      // Past the --debounce (5 s): a drift would have been decided and acted on by now.
-      await new Promise((resolve) => setTimeout(resolve, 8000));
+      // An InSync first verdict sets no deadline: no later pass decides otherwise without a change.
       for (const pod of before) {
         const lines = await agentLog(ns.name, pod.metadata?.name ?? '');
         expect(lines.filter((l) => l.target === SUBPATH && l.state === 'Drifted')).toEqual([]);
