@@ -166,34 +166,29 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
   const timeoutMs = settings.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const stopping = settings.signal;
   const requests: Record<string, number> = {};
-  let pool: { key: string; agent: http.Agent } | undefined;
-  let lastIdentity: { server: URL; tls: TlsIdentity; key: string } | undefined;
+  /** The pool, with the identity it was last picked for (server and TLS material as given). */
+  let pool: { key: string; agent: http.Agent; server: URL; tls: TlsIdentity } | undefined;
 
-  // (2) The same server object and the same material (by reference for Buffers; strings the
-  // source cached compare at once) is the same identity, without hashing it again.
-  function keyOf(connection: Connection): string {
-    const last = lastIdentity;
-    if (
-      last?.server === connection.server &&
-      TLS_FIELDS.every((field) => last.tls[field] === connection.tls[field])
-    )
-      return last.key;
-    const key = identityKey(connection.server, connection.tls);
-    lastIdentity = { server: connection.server, tls: connection.tls, key };
-    return key;
-  }
-
+  // (2) The same server object and the same material as the pool was last picked for (by
+  // reference for Buffers; strings the source cached compare at once) is the same identity,
+  // without hashing it again.
   function agentFor(connection: Connection): http.Agent {
     if (connection.proxyAgent) return connection.proxyAgent;
-    const key = keyOf(connection);
-    if (pool?.key === key) return pool.agent;
-    const previous = pool?.agent;
+    const { server, tls } = connection;
+    const last = pool;
+    if (last?.server === server && TLS_FIELDS.every((field) => last.tls[field] === tls[field]))
+      return last.agent;
+    const key = identityKey(server, tls);
+    if (last?.key === key) {
+      pool = { ...last, server, tls };
+      return last.agent;
+    }
     const agent =
-      connection.server.protocol === 'http:'
+      server.protocol === 'http:'
         ? new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 })
-        : new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, ...definedOnly(connection.tls) });
-    pool = { key, agent };
-    if (previous) retire(previous);
+        : new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, ...definedOnly(tls) });
+    pool = { key, agent, server, tls };
+    if (last) retire(last.agent);
     return agent;
   }
 
