@@ -61,13 +61,24 @@ export function isDrift(verdict: Verdict): boolean {
   return verdict.state === 'Drifted' || verdict.state === 'Missing';
 }
 
-function viewOf(starts: ContainerStarts | undefined, container: string, expectation: Expectation) {
-  return containerView(
-    starts?.byContainer[container],
+/**
+ * What the app container of an env or subPath target holds: the view its start gives
+ * (container-view.ts), and the baseline recorded for that start, if there is one.
+ */
+function appHolds(
+  starts: ContainerStarts | undefined,
+  container: string,
+  expectation: Expectation,
+  stored: StartBaseline | undefined,
+): AppHolds {
+  const startedAt = starts?.byContainer[container];
+  const view = containerView(
+    startedAt,
     starts?.agent,
     expectation.changedAt,
     expectation.neverChanged ?? false,
   );
+  return { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
 }
 
 /**
@@ -98,19 +109,20 @@ export function baselineCandidate(
   // (2)
   if (view === 'current') fp = api;
   // (3)
-  else if (view === 'agent-copy')
-    fp =
-      kind === 'subPath'
-        ? agentCopy
-        : stored === undefined
-          ? api
-          : stored.startedAt === undefined
-            ? stored.fp
-            : undefined;
+  else if (view === 'agent-copy') fp = kind === 'subPath' ? agentCopy : envAgentCopy(stored, api);
   // (4)
   if (fp === undefined) return undefined;
   if (startedAt !== undefined) return { fp, startedAt };
   return kind === 'env' ? { fp } : undefined;
+}
+
+/**
+ * baselineCandidate's step (3) for env: the baseline taken before the app's start was known; the
+ * API's version where there is no baseline yet; nothing where the baseline is of an earlier start.
+ */
+function envAgentCopy(stored: StartBaseline | undefined, api: string | undefined): string | undefined {
+  if (stored === undefined) return api;
+  return stored.startedAt === undefined ? stored.fp : undefined;
 }
 
 /**
@@ -136,13 +148,12 @@ export function verifyPass(input: PassInput): PassResult {
       const plain = expectEnv(target, input.lookup);
       const { expectation } = plain;
       const digest = plain.digest === undefined ? undefined : policy.fingerprint(plain.digest);
-      const view = viewOf(input.starts, target.container, expectation);
-      const app: AppHolds = { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
+      const app = appHolds(input.starts, target.container, expectation, stored);
       // The observation is the baseline that stands for the app's current start; without one,
       // the baseline there is (taken before that start was known, or of an earlier start), as
       // before baselines were tied to starts.
       const observed = app.baseline ?? stored?.fp;
-      const candidate = baselineCandidate('env', view, startedAt, stored, digest, undefined);
+      const candidate = baselineCandidate('env', app.view, startedAt, stored, digest, undefined);
       if (candidate) baselines[id] = candidate;
       const result = decide(
         target,
@@ -166,13 +177,12 @@ export function verifyPass(input: PassInput): PassResult {
     );
     let app: AppHolds = { view: 'agent-copy' };
     if (readsContainerStarts(target)) {
-      const view = viewOf(input.starts, target.container, expectation);
-      app = { view, ...definedOnly({ baseline: heldBaseline(stored, startedAt) }) };
+      app = appHolds(input.starts, target.container, expectation, stored);
       const api = expectation.files.get('')?.digest.sha256;
       const copy = observation.error ? undefined : observation.files.get('');
       const candidate = baselineCandidate(
         'subPath',
-        view,
+        app.view,
         startedAt,
         stored,
         api === undefined ? undefined : policy.fingerprint(api),
