@@ -1746,9 +1746,8 @@ async function rollOutReloadWeb(
   return waitFor(
     async () => {
       // The rollout of the Deployment as it is now, at or past the replace: with BENCH_CPU_PROF
-      // the previous variant's agent was stopped for its profile, and kubelet's restart of it in
-      // an app container's Pod started before the last ConfigMap change may restart web (its
-      // subPath target's copy then no longer stands for the app's: container-view.ts).
+      // the previous variant's agent was stopped for its profile and started again by kubelet,
+      // and a restart of web by anything since the replace must not leave this wait behind.
       const d = await apps.readNamespacedDeployment({ name: 'web', namespace });
       const generation = d.metadata?.generation ?? 0;
       if (
