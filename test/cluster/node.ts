@@ -97,7 +97,7 @@ export class KubeNode {
   /** Directories outside NODE_BASE that were not there before this node started. */
   readonly madeOutside: readonly string[];
   private readonly components: Component[];
-  private readonly forwarder: net.Server;
+  private readonly forwarder: Forwarder;
   private readonly plane: ControlPlaneInfo;
   private readonly onExit: () => void;
   private stopped = false;
@@ -106,7 +106,7 @@ export class KubeNode {
     info: NodeInfo,
     plane: ControlPlaneInfo,
     components: Component[],
-    forwarder: net.Server,
+    forwarder: Forwarder,
     madeOutside: readonly string[],
   ) {
     this.info = info;
@@ -141,7 +141,7 @@ export class KubeNode {
       fs.mkdirSync(dir(d), { recursive: true });
 
     const components: Component[] = [];
-    let forwarder: net.Server | undefined;
+    let forwarder: Forwarder | undefined;
     try {
       // (2)
       run('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
@@ -406,23 +406,45 @@ export class KubeNode {
   }
 }
 
-/** ClusterIP:443 -> the apiserver, a TCP forwarder bound on the bridge (no kube-proxy here). */
-function forward(host: string, port: number, toHost: string, toPort: number): Promise<net.Server> {
+/** The forwarder below: close() stops it and ends every connection it carries. */
+interface Forwarder {
+  close(): void;
+}
+
+/**
+ * ClusterIP:443 -> the apiserver, a TCP forwarder bound on the bridge (no kube-proxy here).
+ * close() destroys the connections as well as the listener: a Pod torn down with the node sends
+ * no FIN, and a connection whose Pod side stopped taking data (the apiserver still writing a
+ * watch into it) is paused by the pipe's backpressure, so it would not see the apiserver's end
+ * either and would hold the process open until TCP gave up retransmitting (a quarter of an hour).
+ */
+function forward(host: string, port: number, toHost: string, toPort: number): Promise<Forwarder> {
+  const open = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(toPort, toHost);
+    open.add(client).add(upstream);
     client.pipe(upstream).pipe(client);
     const close = () => {
       client.destroy();
       upstream.destroy();
+      open.delete(client);
+      open.delete(upstream);
     };
     client.on('error', close);
     upstream.on('error', close);
     client.on('close', close);
     upstream.on('close', close);
   });
+  const forwarder = {
+    close() {
+      server.close();
+      for (const socket of open) socket.destroy();
+      open.clear();
+    },
+  };
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
+    server.listen(port, host, () => resolve(forwarder));
   });
 }
 
