@@ -6,7 +6,8 @@
 // file, api, reload, restart, node);
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
-// BENCH_CPU_PROF=<dir> profiles the agent in both reload rows (cpuProfDir below).
+// BENCH_CPU_PROF=<dir> profiles the agent in both reload rows (cpuProfDir below);
+// BENCH_COMPARE_SECONDS (default: the idle window) how long the real node's busy agent compares.
 //
 //  1. verify throughput: read + sha256 of a 256 MiB file by config-sync's reader, against
 //     `openssl dgst -sha256` on the same file;
@@ -34,7 +35,8 @@
 //     the metrics API report), against an idle bare `node` HTTP server container from the same
 //     image with the sidecar's probes, in the same run, measured the same way; and kubelet's
 //     real propagation delay (the agent's config_sync_propagation_seconds), with the
-//     syncFrequency named; then reload mode in a real Pod: kubelet's own swap -> the app
+//     syncFrequency named; the working set of an agent in a Pod after an hour's worth of
+//     compares (comparesOnRealNode); then reload mode in a real Pod: kubelet's own swap -> the app
 //     container's reload POST from the shipped agent, against a raw inotify -> POST container
 //     in the same Pod, without and with an fsGroup (reloadOnRealNode).
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -48,7 +50,6 @@ import {
   CoreV1Api,
   KubeConfig,
   RbacAuthorizationV1Api,
-  type V1Container,
   type V1Deployment,
   type V1Pod,
   Watch,
@@ -140,6 +141,11 @@ function wholeNumberFromEnv(name: string, fallback: number, min: number, max: nu
   return value;
 }
 const idleSeconds = wholeNumberFromEnv('BENCH_IDLE_SECONDS', 60, 1, 3600);
+/**
+ * How long the real node's busy agent compares every second (BENCH_COMPARE_SECONDS, the idle
+ * window unless set): 1500 is about a day of compares at the default `--resync 1m`.
+ */
+const compareSeconds = wholeNumberFromEnv('BENCH_COMPARE_SECONDS', idleSeconds, 1, 7200);
 /** The port of the app container in the real node's reload rows (bench/reload-app.mjs). */
 const APP_PORT = 8080;
 /**
@@ -1337,10 +1343,10 @@ async function onRealNode(): Promise<void> {
     // HTTP on the sidecar's port with the sidecar's own probes (copied from the example as
     // applied): kubelet's probes cost any HTTP server CPU (about 0.03 % of a core at these
     // periods, measured), and that is the example's choice, not the agent's work.
-    const applied = JSON.parse(await kubectl('get', 'deployment', 'web', '-n', namespace, '-o', 'json')) as {
-      spec: { template: { spec: { initContainers?: V1Container[] } } };
-    };
-    const sidecar = applied.spec.template.spec.initContainers?.find((c) => c.name === 'config-sync');
+    const applied = JSON.parse(
+      await kubectl('get', 'deployment', 'web', '-n', namespace, '-o', 'json'),
+    ) as V1Deployment;
+    const sidecar = applied.spec?.template.spec?.initContainers?.find((c) => c.name === 'config-sync');
     if (!sidecar?.readinessProbe) throw new Error('the example has no config-sync sidecar with probes');
     const bare = {
       apiVersion: 'v1',
@@ -1461,6 +1467,7 @@ async function onRealNode(): Promise<void> {
       target: 'reported',
       ok: true,
     });
+    await comparesOnRealNode(kc, namespace, applied, bareId);
     await reloadOnRealNode(kc, namespace);
   } finally {
     await node?.stop();
@@ -1470,6 +1477,72 @@ async function onRealNode(): Promise<void> {
 }
 
 await main();
+
+/**
+ * Measure 10's memory after an hour's work, in a Pod: the process-level row "after N full
+ * compares" counts the agent's RSS, which charges it every page of the Node binary it touched;
+ * kubelet and the metrics API count the container's working set. A Pod of the example's own
+ * template, not the Deployment's (its labels differ, so no ReplicaSet adopts it), whose agent
+ * compares every second (`CONFIG_SYNC_RESYNC=1s`) over the example's ConfigMap with 100 keys,
+ * like the process-level row's volume, for BENCH_COMPARE_SECONDS (the idle window unless set): as
+ * many compares as an hour at the default `--resync` for the default 60 s. Its working set is read
+ * beside the bare `node` container's, at the same moment.
+ */
+async function comparesOnRealNode(
+  kc: KubeConfig,
+  namespace: string,
+  web: V1Deployment,
+  bareId: string,
+): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const example = (await core.readNamespacedConfigMap({ name: 'web-config', namespace })).data ?? {};
+  const data: Record<string, string> = { ...example };
+  for (let i = 0; Object.keys(data).length < 100; i += 1)
+    data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
+  const setData = (d: Record<string, string>) =>
+    core.replaceNamespacedConfigMap({
+      name: 'web-config',
+      namespace,
+      body: { metadata: { name: 'web-config' }, data: d },
+    });
+  await setData(data);
+  const spec = structuredClone(web.spec?.template.spec);
+  const agent = spec?.initContainers?.find((c) => c.name === 'config-sync');
+  if (!spec || !agent) throw new Error('the example has no config-sync sidecar');
+  agent.env = [...(agent.env ?? []), { name: 'CONFIG_SYNC_RESYNC', value: '1s' }];
+  const name = 'busy-agent';
+  await core.createNamespacedPod({ namespace, body: { metadata: { name, labels: { app: name } }, spec } });
+  const pod = await waitFor(
+    async () => {
+      const p = await core.readNamespacedPod({ name, namespace });
+      const inSync = p.status?.conditions?.some(
+        (c) => c.type === 'config-sync.io/InSync' && c.status === 'True',
+      );
+      return inSync && p.status?.podIP ? p : undefined;
+    },
+    { what: 'the busy agent Pod InSync', timeoutMs: 120_000, intervalMs: 500 },
+  );
+  const agentId = containerIdOf(pod, 'config-sync') ?? '';
+  log(`real node: the busy agent compares for ${compareSeconds}s`);
+  await new Promise((resolve) => setTimeout(resolve, compareSeconds * 1000));
+  const busyMem = workingSetMiB(agentId);
+  const bareMem = workingSetMiB(bareId);
+  const compares = Number(
+    /^config_sync_duration_seconds_count (\d+)/m.exec(
+      await metricsOf(`http://${pod.status?.podIP}:9464/metrics`),
+    )?.[1] ?? Number.NaN,
+  );
+  rows.push({
+    what: `real node: container working set (cgroup), after ${compares} full compares`,
+    ours: `${fmt(busyMem)} MiB`,
+    baseline: `bare node container ${fmt(bareMem)} MiB`,
+    relation: `${signed(busyMem - bareMem)} MiB`,
+    target: '<= bare + 15 MiB (issue 13)',
+    ok: busyMem - bareMem <= 15,
+  });
+  await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+  await setData(example);
+}
 
 /**
  * Measure 10's reload rows: what a reload-mode user sees in a real Pod. The example's `web` is
