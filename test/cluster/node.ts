@@ -17,7 +17,6 @@
 // kubelet tears them down, then every process, mount, cgroup, the bridge and the directories.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Component } from './component.ts';
@@ -28,6 +27,7 @@ import {
   SERVICE_CIDR,
   writeKubeconfig,
 } from './control-plane.ts';
+import { type Forwarder, forward } from './forwarder.ts';
 import { freeLoopbackPort } from './ports.ts';
 import { waitFor } from './wait.ts';
 
@@ -404,48 +404,6 @@ export class KubeNode {
   freezeKubelet(frozen: boolean): void {
     process.kill(this.info.kubeletPid, frozen ? 'SIGSTOP' : 'SIGCONT');
   }
-}
-
-/** The forwarder below: close() stops it and ends every connection it carries. */
-interface Forwarder {
-  close(): void;
-}
-
-/**
- * ClusterIP:443 -> the apiserver, a TCP forwarder bound on the bridge (no kube-proxy here).
- * close() destroys the connections as well as the listener: a Pod torn down with the node sends
- * no FIN, and a connection whose Pod side stopped taking data (the apiserver still writing a
- * watch into it) is paused by the pipe's backpressure, so it would not see the apiserver's end
- * either and would hold the process open until TCP gave up retransmitting (a quarter of an hour).
- */
-function forward(host: string, port: number, toHost: string, toPort: number): Promise<Forwarder> {
-  const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(toPort, toHost);
-    open.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-      open.delete(client);
-      open.delete(upstream);
-    };
-    client.on('error', close);
-    upstream.on('error', close);
-    client.on('close', close);
-    upstream.on('close', close);
-  });
-  const forwarder = {
-    close() {
-      server.close();
-      for (const socket of open) socket.destroy();
-      open.clear();
-    },
-  };
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve(forwarder));
-  });
 }
 
 function cgroupHierarchies(): string[] {
