@@ -24,8 +24,14 @@
 //  (7) resync() (the agent saw a quorum read disagree with this cache): drop the stream and
 //      relist, as in (5).
 //
-// The API server sends a bookmark on a quiet watch only about once a minute, so the inactivity
-// limit sits above that interval: a dead connection is still noticed, a quiet one is not killed.
+// Why WATCH_SECONDS sits below the inactivity limit: the API server's watch cache sends a
+// bookmark about once a minute, but only with a resourceVersion newer than the one the watch
+// started from (k8s.io/apiserver's cacheWatcher.process), and that version moves only when some
+// ConfigMap (or Secret) in the cluster changes, or at etcd's progress notifications (every 10
+// minutes by default). In a cluster where none changed, a watch resumed from the last version
+// carried nothing: with the server's end at 300 s, the agent took it for dead at 90 s, reported
+// its targets Unknown and listed again, every 90 s (seen on the real node, 2026-12-06). A server
+// end every minute keeps a quiet watch live; a dead connection is still noticed at 90 s.
 import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
@@ -42,9 +48,14 @@ export interface SourceWatchEvents {
 class GoneError extends Error {}
 class ResyncRequested extends Error {}
 
-/** The server ends each watch after this long; reconnecting from the last version is cheap. */
-const WATCH_SECONDS = 300;
-/** Abort a watch that has been silent this long (bookmarks arrive about once a minute). */
+/**
+ * The server ends each watch after this long; reconnecting from the last version is cheap (a
+ * watch request served from the API server's watch cache, on the same keep-alive connection).
+ * It must stay below INACTIVITY_MS: a quiet watch can carry nothing at all until the server
+ * ends it (below), and only the server's clean end tells a quiet watch from a dead one.
+ */
+const WATCH_SECONDS = 60;
+/** Abort a watch that has been silent this long: the connection is taken for dead. */
 const INACTIVITY_MS = 90_000;
 /**
  * The longest wait between attempts while the API cannot be reached. Short enough that an
