@@ -1507,6 +1507,33 @@ async function onRealNode(): Promise<void> {
 await main();
 
 /**
+ * The example's ConfigMap with keys added up to `keys` in all (`key-000.yaml` ..., short values),
+ * written to the API; `example` is its data as it was, `setData` replaces its data.
+ */
+async function widenExampleConfig(
+  core: CoreV1Api,
+  namespace: string,
+  keys: number,
+): Promise<{
+  example: Record<string, string>;
+  data: Record<string, string>;
+  setData: (d: Record<string, string>) => Promise<unknown>;
+}> {
+  const example = (await core.readNamespacedConfigMap({ name: 'web-config', namespace })).data ?? {};
+  const data: Record<string, string> = { ...example };
+  for (let i = 0; Object.keys(data).length < keys; i += 1)
+    data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
+  const setData = (d: Record<string, string>) =>
+    core.replaceNamespacedConfigMap({
+      name: 'web-config',
+      namespace,
+      body: { metadata: { name: 'web-config' }, data: d },
+    });
+  await setData(data);
+  return { example, data, setData };
+}
+
+/**
  * Measure 10's memory after an hour's work, in a Pod: the process-level row "after N full
  * compares" counts the agent's RSS, which charges it every page of the Node binary it touched;
  * kubelet and the metrics API count the container's working set. A Pod of the example's own
@@ -1523,17 +1550,7 @@ async function comparesOnRealNode(
   bareId: string,
 ): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
-  const example = (await core.readNamespacedConfigMap({ name: 'web-config', namespace })).data ?? {};
-  const data: Record<string, string> = { ...example };
-  for (let i = 0; Object.keys(data).length < 100; i += 1)
-    data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
-  const setData = (d: Record<string, string>) =>
-    core.replaceNamespacedConfigMap({
-      name: 'web-config',
-      namespace,
-      body: { metadata: { name: 'web-config' }, data: d },
-    });
-  await setData(data);
+  const { example, setData } = await widenExampleConfig(core, namespace, 100);
   const spec = structuredClone(web.spec?.template.spec);
   const agent = spec?.initContainers?.find((c) => c.name === 'config-sync');
   if (!spec || !agent) throw new Error('the example has no config-sync sidecar');
@@ -1595,17 +1612,7 @@ async function reloadOnRealNode(kc: KubeConfig, namespace: string): Promise<void
   const samples = Math.max(3, Math.ceil(latencySamples / 3));
   // The example's two keys (log.yaml stays: the subPath target, never changed here) and more,
   // up to BENCH_RELOAD_KEYS in all.
-  const example = (await core.readNamespacedConfigMap({ name: 'web-config', namespace })).data ?? {};
-  const data: Record<string, string> = { ...example };
-  for (let i = 0; Object.keys(data).length < Math.max(reloadKeys, 2); i += 1)
-    data[`key-${String(i).padStart(3, '0')}.yaml`] = `value ${i}\n`;
-  const setData = (d: Record<string, string>) =>
-    core.replaceNamespacedConfigMap({
-      name: 'web-config',
-      namespace,
-      body: { metadata: { name: 'web-config' }, data: d },
-    });
-  await setData(data);
+  const { data, setData } = await widenExampleConfig(core, namespace, Math.max(reloadKeys, 2));
 
   const keysNamed = `${Object.keys(data).length} keys`;
   for (const { variant, fsGroup } of [
