@@ -8,10 +8,11 @@ export interface Forwarder {
 }
 
 /**
- * Forwards each connection to host:port on to toHost:toPort. close() destroys the connections as well as the listener: a Pod torn down with the node sends
- * no FIN, and a connection whose Pod side stopped taking data (the apiserver still writing a
- * watch into it) is paused by the pipe's backpressure, so it would not see the apiserver's end
- * either and would hold the process open until TCP gave up retransmitting (a quarter of an hour).
+ * Forwards each connection to host:port on to toHost:toPort. close() destroys the connections as
+ * well as the listener: a Pod torn down with the node sends no FIN, and a connection whose Pod
+ * side stopped taking data (the apiserver still writing a watch into it) is paused by the pipe's
+ * backpressure, so it would not see the apiserver's end either and would hold the process open
+ * until TCP gave up retransmitting (a quarter of an hour).
  */
 export function forward(host: string, port: number, toHost: string, toPort: number): Promise<Forwarder> {
   const open = new Set<net.Socket>();

@@ -5,6 +5,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Forwarder, forward } from '../cluster/forwarder.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
+import { waitFor } from '../cluster/wait.ts';
 
 const closers: (() => void)[] = [];
 afterEach(() => {
@@ -50,7 +51,9 @@ describe('forward', () => {
     const closed = new Promise<void>((resolve) => {
       upstreamClosed = resolve;
     });
+    let upstreamSocket: net.Socket | undefined;
     const { forwarder, client } = await throughForwarder((s) => {
+      upstreamSocket = s;
       const write = () => {
         while (s.write(chunk));
       };
@@ -60,8 +63,20 @@ describe('forward', () => {
       write();
     });
     client.pause();
-    // Long enough for both sides' buffers to fill and the pipe to pause.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Every buffer on the way full and the pipe paused: upstream has bytes waiting that nothing
+    // takes, and has written no more since the last look.
+    let written = -1;
+    await waitFor(
+      () => {
+        const s = upstreamSocket;
+        if (!s || s.writableLength === 0 || s.bytesWritten !== written) {
+          written = s?.bytesWritten ?? -1;
+          return undefined;
+        }
+        return true;
+      },
+      { what: 'the forwarded connection paused by backpressure', timeoutMs: 5000, intervalMs: 50 },
+    );
     forwarder.close();
     await expect(closed).resolves.toBeUndefined();
   });
