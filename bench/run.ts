@@ -184,6 +184,29 @@ interface Row {
 }
 const rows: Row[] = [];
 const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+/**
+ * Resident memory in MiB: all of it, and the anonymous part (heap, V8's code, stacks), which a
+ * process or container has alone. The rest is mapped files, the Node binary's pages above all,
+ * shared through the page cache by every process of the binary; in a cgroup it is charged to
+ * whichever container read a page first, so of two containers of the same image on a node, the
+ * one started second is not charged for the pages the first already touched.
+ */
+interface Resident {
+  readonly total: number;
+  readonly anonymous: number;
+}
+
+/** A memory goal row's cells: ours beside the baseline, each with its anonymous part; goal bare + 15 MiB. */
+function memoryGoal(ours: Resident, bare: Resident, bareName: string, oursDetail = ''): Omit<Row, 'what'> {
+  return {
+    ours: `${fmt(ours.total)} MiB (${oursDetail}anonymous ${fmt(ours.anonymous)})`,
+    baseline: `${bareName} ${fmt(bare.total)} MiB (${fmt(bare.anonymous)})`,
+    relation: `${signed(ours.total - bare.total)} MiB (anonymous ${signed(ours.anonymous - bare.anonymous)})`,
+    target: '<= bare + 15 MiB (issue 13)',
+    ok: ours.total - bare.total <= 15,
+  };
+}
 const signed = (n: number, digits = 1) => `${n >= 0 ? '+' : ''}${fmt(n, digits)}`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const percentile = (xs: number[], p: number) =>
@@ -363,19 +386,11 @@ function realisticVolume(): void {
 }
 
 // --- processes ----------------------------------------------------------------------------------
-function rssMiB(pid: number): number {
-  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/);
-  return Number(m?.[1]) / 1024;
-}
-
-/**
- * A process's anonymous resident memory (RssAnon: its heap, V8's code and stacks), the part of
- * its RSS that is its own alone; the rest is mapped files, the Node binary's pages above all,
- * which every process of the same binary shares through the page cache.
- */
-function anonRssMiB(pid: number): number {
-  const m = fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/RssAnon:\s+(\d+) kB/);
-  return Number(m?.[1]) / 1024;
+/** A process's RSS (VmRSS) and its anonymous part (RssAnon), from one read of /proc/<pid>/status. */
+function processMemory(pid: number): Resident {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]) / 1024;
+  return { total: mib('VmRSS'), anonymous: mib('RssAnon') };
 }
 /**
  * CPU time of a process in seconds, in nanoseconds' precision: the sum over its threads of the
@@ -671,16 +686,11 @@ async function main(): Promise<void> {
         bare: cpuSeconds(bare.pid as number),
       };
       const requestsAfter = nonWatch(await metricsText());
-      const agentRss = rssMiB(agent.pid as number);
-      const bareRss = rssMiB(bare.pid as number);
-      const anon = {
-        agent: anonRssMiB(agent.pid as number),
-        busy: anonRssMiB(busy.pid as number),
-        bare: anonRssMiB(bare.pid as number),
-      };
-      const offClusterRss = rssMiB(offCluster.pid as number);
-      const busyRss = rssMiB(busy.pid as number);
-      const updatedRss = rssMiB(updated.child.pid as number);
+      const agentRss = processMemory(agent.pid as number);
+      const bareRss = processMemory(bare.pid as number);
+      const offClusterRss = processMemory(offCluster.pid as number).total;
+      const busyRss = processMemory(busy.pid as number);
+      const updatedRss = processMemory(updated.child.pid as number).total;
       updated.child.kill('SIGTERM');
       // What one Prometheus scrape costs the idle agent, read after its RSS above so that the RSS
       // rows hold the same two scrapes as before this row: its third to seventh scrapes (the
@@ -697,33 +707,25 @@ async function main(): Promise<void> {
         .then((t) => Number(/^config_sync_duration_seconds_count (\d+)/m.exec(t)?.[1] ?? Number.NaN));
       rows.push({
         what: 'idle RSS, in-cluster (as in a Pod)',
-        ours: `${fmt(agentRss)} MiB (anonymous ${fmt(anon.agent)})`,
-        baseline: `bare node ${fmt(bareRss)} MiB (${fmt(anon.bare)})`,
-        relation: `${signed(agentRss - bareRss)} MiB (anonymous ${signed(anon.agent - anon.bare)})`,
-        target: '<= bare + 15 MiB (issue 13)',
-        ok: agentRss - bareRss <= 15,
+        ...memoryGoal(agentRss, bareRss, 'bare node'),
       });
       rows.push({
         what: `idle RSS, in-cluster, after ${compares} full compares`,
-        ours: `${fmt(busyRss)} MiB (anonymous ${fmt(anon.busy)})`,
-        baseline: `bare node ${fmt(bareRss)} MiB (${fmt(anon.bare)})`,
-        relation: `${signed(busyRss - bareRss)} MiB (anonymous ${signed(anon.busy - anon.bare)})`,
-        target: '<= bare + 15 MiB (issue 13)',
-        ok: busyRss - bareRss <= 15,
+        ...memoryGoal(busyRss, bareRss, 'bare node'),
       });
       rows.push({
         what: `idle RSS, in-cluster, after ${updates} updates of a 1 MiB ConfigMap`,
         ours: `${fmt(updatedRss)} MiB`,
-        baseline: `bare node ${fmt(bareRss)} MiB`,
-        relation: `${signed(updatedRss - bareRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss.total)} MiB`,
+        relation: `${signed(updatedRss - bareRss.total)} MiB`,
         target: '(report)',
         ok: true,
       });
       rows.push({
         what: 'idle RSS, from a kubeconfig',
         ours: `${fmt(offClusterRss)} MiB`,
-        baseline: `bare node ${fmt(bareRss)} MiB`,
-        relation: `${signed(offClusterRss - bareRss)} MiB`,
+        baseline: `bare node ${fmt(bareRss.total)} MiB`,
+        relation: `${signed(offClusterRss - bareRss.total)} MiB`,
         target: '(report)',
         ok: true,
       });
@@ -1305,23 +1307,16 @@ function containerCgroup(hierarchy: string, containerId: string): string {
 }
 
 /**
- * A container's anonymous memory (cgroup v1 `total_rss`): the part of its working set that is
- * its own alone. The rest is page cache, the Node binary's pages among them, which the kernel
- * charges to the cgroup that first read them: of two containers of the same image on a node,
- * the one started second is not charged for the pages the first already touched.
+ * A container's working set as kubelet (cAdvisor) counts it on cgroup v1 (usage minus inactive
+ * file pages), and its anonymous part (`total_rss`).
  */
-function anonymousMiB(containerId: string): number {
-  const stat = fs.readFileSync(path.join(containerCgroup('memory', containerId), 'memory.stat'), 'utf8');
-  return Number(/^total_rss (\d+)$/m.exec(stat)?.[1] ?? Number.NaN) / 2 ** 20;
-}
-
-/** The working set as kubelet (cAdvisor) counts it on cgroup v1: usage minus inactive file pages. */
-function workingSetMiB(containerId: string): number {
+function containerMemory(containerId: string): Resident {
   const dir = containerCgroup('memory', containerId);
   const usage = Number(fs.readFileSync(path.join(dir, 'memory.usage_in_bytes'), 'utf8'));
   const stat = fs.readFileSync(path.join(dir, 'memory.stat'), 'utf8');
   const inactive = Number(/^total_inactive_file (\d+)$/m.exec(stat)?.[1] ?? 0);
-  return (usage - Math.min(usage, inactive)) / 2 ** 20;
+  const anonymous = Number(/^total_rss (\d+)$/m.exec(stat)?.[1] ?? Number.NaN);
+  return { total: (usage - Math.min(usage, inactive)) / 2 ** 20, anonymous: anonymous / 2 ** 20 };
 }
 
 /** A container's CPU time in seconds, from its cgroup (cpuNanos). */
@@ -1465,19 +1460,22 @@ async function onRealNode(): Promise<void> {
     const pct = (i: number) => (((cpu1[i] as number) - (cpu0[i] as number)) / 1e9 / elapsed) * 100;
     const agentCpu = agents.map((_, i) => pct(i));
     const bareCpu = pct(agents.length);
-    const agentMem = agents.map(workingSetMiB);
-    const bareMem = workingSetMiB(bareId);
-    const meanMem = agentMem.reduce((a, b) => a + b, 0) / agentMem.length;
-    const meanAnon = agents.map(anonymousMiB).reduce((a, b) => a + b, 0) / agents.length;
-    const bareAnon = anonymousMiB(bareId);
-    const meanCpu = agentCpu.reduce((a, b) => a + b, 0) / agentCpu.length;
+    const agentMem = agents.map(containerMemory);
+    const bareMem = containerMemory(bareId);
+    const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const meanMem: Resident = {
+      total: mean(agentMem.map((m) => m.total)),
+      anonymous: mean(agentMem.map((m) => m.anonymous)),
+    };
+    const meanCpu = mean(agentCpu);
     rows.push({
       what: `real node: container working set (cgroup), idle`,
-      ours: `${fmt(meanMem)} MiB (${agentMem.map((m) => fmt(m)).join(', ')}; anonymous ${fmt(meanAnon)})`,
-      baseline: `bare node container ${fmt(bareMem)} MiB (${fmt(bareAnon)})`,
-      relation: `${signed(meanMem - bareMem)} MiB (anonymous ${signed(meanAnon - bareAnon)})`,
-      target: '<= bare + 15 MiB (issue 13)',
-      ok: meanMem - bareMem <= 15,
+      ...memoryGoal(
+        meanMem,
+        bareMem,
+        'bare node container',
+        `${agentMem.map((m) => fmt(m.total)).join(', ')}; `,
+      ),
     });
     rows.push({
       what: `real node: container CPU (cgroup), ${Math.round(elapsed)} s idle`,
@@ -1570,10 +1568,8 @@ async function comparesOnRealNode(
   const agentId = containerIdOf(pod, 'config-sync') ?? '';
   log(`real node: the busy agent compares for ${compareSeconds}s`);
   await new Promise((resolve) => setTimeout(resolve, compareSeconds * 1000));
-  const busyMem = workingSetMiB(agentId);
-  const bareMem = workingSetMiB(bareId);
-  const busyAnon = anonymousMiB(agentId);
-  const bareAnon = anonymousMiB(bareId);
+  const busyMem = containerMemory(agentId);
+  const bareMem = containerMemory(bareId);
   const compares = Number(
     /^config_sync_duration_seconds_count (\d+)/m.exec(
       await metricsOf(`http://${pod.status?.podIP}:9464/metrics`),
@@ -1581,11 +1577,7 @@ async function comparesOnRealNode(
   );
   rows.push({
     what: `real node: container working set (cgroup), after ${compares} full compares`,
-    ours: `${fmt(busyMem)} MiB (anonymous ${fmt(busyAnon)})`,
-    baseline: `bare node container ${fmt(bareMem)} MiB (${fmt(bareAnon)})`,
-    relation: `${signed(busyMem - bareMem)} MiB (anonymous ${signed(busyAnon - bareAnon)})`,
-    target: '<= bare + 15 MiB (issue 13)',
-    ok: busyMem - bareMem <= 15,
+    ...memoryGoal(busyMem, bareMem, 'bare node container'),
   });
   await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
   await setData(example);
