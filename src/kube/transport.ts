@@ -1,5 +1,7 @@
-// The HTTP transport to the Kubernetes API, on node:https: JSON requests and watch streams over
-// one keep-alive connection pool per TLS identity.
+// The HTTP transport to the Kubernetes API: JSON requests and watch streams, over one HTTP/2
+// connection per TLS identity (http2-session.ts), as client-go does, or over HTTP/1.1 with a
+// keep-alive pool where HTTP/2 is not spoken (an `http:` server, a kubeconfig's proxy, a server
+// or proxy in front of it that does not offer h2).
 //
 // Why not client-node's transport: it is undici plus every generated model, which ObjectSerializer
 // keeps alive, and together they cost more resident memory than the whole rest of the agent
@@ -11,17 +13,22 @@
 // A request, step by step:
 //  (1) ask the ConnectionSource for the server, headers and TLS identity (the in-cluster source
 //      re-reads a rotated token or CA here; a kubeconfig source may run an exec plugin);
-//  (2) pick the pool for that TLS identity, making it on first use; when the identity changes
-//      (a rotated CA or client certificate) the old pool's idle sockets are closed. The identity
-//      is hashed only when its material is not the very same as the last request's (the
-//      in-cluster source hands back the same cached CA string until kubelet rotates it), so a
-//      request does not hash the CA each time;
-//  (3) send, count the request by verb, and read the JSON answer; a non-2xx answer becomes an
+//  (2) pick the connections for that TLS identity, making them on first use; when the identity
+//      changes (a rotated CA or client certificate) the old HTTP/2 session closes once its open
+//      streams end, and the old pool's idle sockets close. The identity is hashed only when its
+//      material is not the very same as the last request's (the in-cluster source hands back
+//      the same cached CA string until kubelet rotates it), so a request does not hash the CA
+//      each time;
+//  (3) send (an exchange, exchange.ts: a stream of the session or an HTTP/1.1 request), count
+//      the request by verb, and read the JSON answer; a non-2xx answer becomes an
 //      ApiStatusError holding the API's Status, never the raw request or response.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import type { Readable } from 'node:stream';
 import { definedOnly } from './defined-only.ts';
+import { type Exchange, http1Exchange } from './exchange.ts';
+import { type Http2Slot, http2Slot } from './http2-session.ts';
 import { ndjsonLines } from './ndjson-lines.ts';
 
 /** TLS material of one identity; Buffers or PEM strings as node:tls takes them. */
@@ -166,54 +173,68 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
   const timeoutMs = settings.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const stopping = settings.signal;
   const requests: Record<string, number> = {};
-  /** The pool, with the identity it was last picked for (server and TLS material as given). */
-  let pool: { key: string; agent: http.Agent; server: URL; tls: TlsIdentity } | undefined;
+  /**
+   * The connections of the identity last picked (server and TLS material as given): its HTTP/2
+   * session (http2-session.ts), and the keep-alive pool for HTTP/1.1, used where the server did
+   * not choose h2, for `http:` servers and through a kubeconfig's proxy.
+   */
+  let pool: { key: string; agent: http.Agent; slot?: Http2Slot; server: URL; tls: TlsIdentity } | undefined;
 
   // (2) The same server object and the same material as the pool was last picked for (by
   // reference for Buffers; strings the source cached compare at once) is the same identity,
   // without hashing it again.
-  function agentFor(connection: Connection): http.Agent {
-    if (connection.proxyAgent) return connection.proxyAgent;
+  function poolFor(connection: Connection): NonNullable<typeof pool> {
     const { server, tls } = connection;
     const last = pool;
-    if (last?.server === server && TLS_FIELDS.every((field) => last.tls[field] === tls[field]))
-      return last.agent;
+    if (last?.server === server && TLS_FIELDS.every((field) => last.tls[field] === tls[field])) return last;
     const key = identityKey(server, tls);
     if (last?.key === key) {
       pool = { ...last, server, tls };
-      return last.agent;
+      return pool;
     }
     const agent =
       server.protocol === 'http:'
         ? new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 })
         : new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, ...definedOnly(tls) });
-    pool = { key, agent, server, tls };
-    if (last) retire(last.agent);
-    return agent;
+    const slot = server.protocol === 'https:' ? http2Slot(server, tls, timeoutMs) : undefined;
+    pool = { key, agent, server, tls, ...(slot ? { slot } : {}) };
+    if (last) {
+      retire(last.agent);
+      last.slot?.close();
+    }
+    return pool;
   }
 
-  async function open(
-    method: string,
-    path: string,
-    headers: Record<string, string>,
-  ): Promise<http.ClientRequest> {
+  async function open(method: string, path: string, headers: Record<string, string>): Promise<Exchange> {
     // (1)
     const connection = await source();
-    const agent = agentFor(connection);
-    const base = connection.server.pathname.replace(/\/$/, '');
-    const send = connection.server.protocol === 'http:' ? http.request : https.request;
     const verb = verbOf(method, path);
     requests[verb] = (requests[verb] ?? 0) + 1;
-    return send({
-      protocol: connection.server.protocol,
-      hostname: connection.server.hostname.replace(/^\[|\]$/g, ''),
-      port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
-      path: `${base}${path}`,
-      method,
-      agent,
-      headers: { accept: 'application/json', 'user-agent': 'config-sync', ...connection.headers, ...headers },
-      ...(connection.proxyAgent ? definedOnly(connection.tls) : {}),
-    });
+    const target = poolFor(connection);
+    const fullPath = `${connection.server.pathname.replace(/\/$/, '')}${path}`;
+    const allHeaders = {
+      accept: 'application/json',
+      'user-agent': 'config-sync',
+      ...connection.headers,
+      ...headers,
+    };
+    const overHttp1 = () => {
+      const send = connection.server.protocol === 'http:' ? http.request : https.request;
+      return http1Exchange(
+        send({
+          protocol: connection.server.protocol,
+          hostname: connection.server.hostname.replace(/^\[|\]$/g, ''),
+          port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
+          path: fullPath,
+          method,
+          agent: connection.proxyAgent ?? target.agent,
+          headers: allHeaders,
+          ...(connection.proxyAgent ? definedOnly(connection.tls) : {}),
+        }),
+      );
+    };
+    if (connection.proxyAgent || !target.slot) return overHttp1();
+    return target.slot.exchange(method, fullPath, allHeaders, overHttp1);
   }
 
   return {
@@ -230,38 +251,42 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
           }
         : {};
       if (stopping?.aborted) throw new TransportStoppedError(method, options.path);
-      const request = await open(method, path, headers);
+      const exchange = await open(method, path, headers);
       // (3)
       return new Promise<T>((resolve, reject) => {
         // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
         // or accepts the connection and never answers, fails as surely as a silent one.
         const deadline = setTimeout(
           () =>
-            request.destroy(
+            exchange.destroy(
               Object.assign(new Error(`${method} ${options.path}: no answer in ${timeoutMs / 1000} s`), {
                 code: 'ETIMEDOUT',
               }),
             ),
           timeoutMs,
         );
-        const onStop = () => request.destroy(new TransportStoppedError(method, options.path));
+        const onStop = () => exchange.destroy(new TransportStoppedError(method, options.path));
         stopping?.addEventListener('abort', onStop, { once: true });
         const settle = () => {
           clearTimeout(deadline);
           stopping?.removeEventListener('abort', onStop);
         };
-        request.on('error', (error) => {
+        exchange.onError((error) => {
           settle();
           reject(error);
         });
-        request.on('response', (response) => {
+        exchange.onResponse((status, response) => {
           readBody(response).then(
             (text) => {
               settle();
               const body = parseJson(text);
-              const status = response.statusCode ?? 0;
-              if (status >= 200 && status < 300) resolve(body as T);
-              else reject(new ApiStatusError(status, body, method, options.path));
+              if (status < 200 || status >= 300)
+                reject(new ApiStatusError(status, body, method, options.path));
+              // An answer cut short can still end cleanly (an HTTP/2 stream reset with NO_ERROR
+              // reads as its end in Node): a body that is not whole JSON is a failed request.
+              else if (text && body === undefined)
+                reject(new Error(`${method} ${options.path}: the answer is not whole JSON (cut short?)`));
+              else resolve(body as T);
             },
             (error) => {
               settle();
@@ -269,14 +294,14 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
             },
           );
         });
-        request.end(payload);
+        exchange.end(payload);
       });
     },
 
     async watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
       if (options.signal.aborted || stopping?.aborted) return;
       const path = withQuery(options.path, { ...options.query, watch: true });
-      const request = await open('GET', path, {});
+      const exchange = await open('GET', path, {});
       return new Promise<void>((resolve, reject) => {
         let settled = false;
         const finish = (error?: unknown) => {
@@ -288,18 +313,18 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
           else resolve();
         };
         const onAbort = () => {
-          request.destroy();
+          exchange.destroy();
           finish();
         };
         options.signal.addEventListener('abort', onAbort, { once: true });
         stopping?.addEventListener('abort', onAbort, { once: true });
-        // The socket's idle timer restarts with every byte, so this fires only on real silence.
-        request.setTimeout(options.inactivityMs, () =>
-          request.destroy(new Error(`watch ${options.path}: silent for ${options.inactivityMs / 1000} s`)),
+        // The idle timer restarts with every byte, so this fires only on real silence.
+        exchange.onSilence(options.inactivityMs, () =>
+          exchange.destroy(new Error(`watch ${options.path}: silent for ${options.inactivityMs / 1000} s`)),
         );
-        request.on('error', (error) => finish(error));
-        request.on('response', (response) => {
-          const status = response.statusCode ?? 0;
+        // A connection that broke, or a stream that ended short of its end.
+        exchange.onError((error) => finish(error));
+        exchange.onResponse((status, response) => {
           if (status !== 200) {
             readBody(response).then(
               (text) => finish(new ApiStatusError(status, parseJson(text), 'GET', options.path)),
@@ -315,7 +340,7 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
             try {
               event = JSON.parse(line) as WatchEvent;
             } catch {
-              request.destroy();
+              exchange.destroy();
               finish(new Error(`watch ${options.path}: an event that is not JSON`));
               return;
             }
@@ -324,9 +349,8 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
           response.on('data', feed);
           response.on('end', () => finish());
           response.on('error', (error) => finish(error));
-          response.on('aborted', () => finish(new Error(`watch ${options.path}: stream aborted`)));
         });
-        request.end();
+        exchange.end();
       });
     },
   };
@@ -341,7 +365,7 @@ function retire(agent: http.Agent): void {
   for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
 }
 
-function readBody(response: http.IncomingMessage): Promise<string> {
+function readBody(response: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     response.on('data', (c: Buffer) => chunks.push(c));

@@ -1,0 +1,127 @@
+// One request and its answer, whichever HTTP carries it: an HTTP/1.1 request on a pooled socket,
+// or a stream of the HTTP/2 session the transport keeps to the API server. request() and watch()
+// in transport.ts are written once against this.
+//
+// What an exchange promises its user:
+//  - onResponse: the answer's status and its body, a Readable (once the head has arrived);
+//  - onError: the exchange failed: the connection could not be made, broke, or the answer's
+//    body ended short of its end (an HTTP/2 stream reset, an HTTP/1.1 connection closed). It
+//    may fire after onResponse, and more than once; the user settles once;
+//  - onSilence: nothing moved, either way, for that long;
+//  - destroy: ends it now, with the error given (or quietly); with an error, on HTTP/2, the
+//    connection under it is checked too (http2-session.ts);
+//  - end: sends the request, with its body if any.
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import type { Readable } from 'node:stream';
+
+export interface Exchange {
+  onResponse(listener: (status: number, body: Readable) => void): void;
+  onError(listener: (error: Error) => void): void;
+  onSilence(ms: number, listener: () => void): void;
+  destroy(error?: Error): void;
+  end(payload?: Buffer): void;
+}
+
+export function http1Exchange(request: http.ClientRequest): Exchange {
+  return {
+    onResponse: (listener) =>
+      request.on('response', (response) => {
+        // The connection closed before the answer's end.
+        response.on('close', () => {
+          if (!response.complete) request.emit('error', new Error('the answer was cut short'));
+        });
+        listener(response.statusCode ?? 0, response);
+      }),
+    onError: (listener) => request.on('error', listener),
+    onSilence: (ms, listener) => request.setTimeout(ms, listener),
+    destroy: (error) => request.destroy(error),
+    end: (payload) => request.end(payload),
+  };
+}
+
+/**
+ * `release` is called once, when the stream has closed (the session counts its open streams);
+ * `suspect` when its user gives up on it (no answer in time, a silent watch), which may be the
+ * whole connection's fault (the session checks that).
+ */
+export function http2Exchange(
+  stream: http2.ClientHttp2Stream,
+  release: () => void,
+  suspect: () => void,
+): Exchange {
+  let ended = false;
+  let destroyed = false;
+  const errorListeners: ((error: Error) => void)[] = [];
+  const fail = (error: Error) => {
+    for (const listener of errorListeners) listener(error);
+  };
+  stream.on('end', () => {
+    ended = true;
+  });
+  stream.on('error', fail);
+  // A stream closed before its body's end, with no error of its own (a reset by the server, a
+  // session that went away): the answer is incomplete, and a watch must not take that for the
+  // server's clean end.
+  stream.on('close', () => {
+    release();
+    if (!ended && !destroyed)
+      fail(new Error(`the HTTP/2 stream closed before its end (code ${stream.rstCode})`));
+  });
+  return {
+    onResponse: (listener) =>
+      stream.on('response', (headers) => listener(Number(headers[':status'] ?? 0), stream)),
+    onError: (listener) => errorListeners.push(listener),
+    onSilence: (ms, listener) => stream.setTimeout(ms, listener),
+    destroy: (error) => {
+      destroyed = true;
+      // A stream destroyed with an error says so once through 'error'; one destroyed quietly
+      // says nothing, which is what the user asked for. Stopping (ECANCELED) blames nothing.
+      stream.destroy(error);
+      if (error && (error as { code?: unknown }).code !== 'ECANCELED') suspect();
+    },
+    end: (payload) => stream.end(payload),
+  };
+}
+
+/**
+ * An exchange whose carrier is still being made (an HTTP/2 session's TLS handshake): what the
+ * user asks of it is held and done once `carrier` resolves; a carrier that fails fails the
+ * exchange; one destroyed before it came is destroyed when it comes.
+ */
+export function pendingExchange(carrier: Promise<Exchange>): Exchange {
+  const held: ((exchange: Exchange) => void)[] = [];
+  const errorListeners: ((error: Error) => void)[] = [];
+  let ready: Exchange | undefined;
+  let destroyed: { error?: Error | undefined } | undefined;
+  carrier.then(
+    (exchange) => {
+      ready = exchange;
+      for (const listener of errorListeners) exchange.onError(listener);
+      if (destroyed) {
+        exchange.destroy(destroyed.error);
+        return;
+      }
+      for (const apply of held) apply(exchange);
+    },
+    (error: Error) => {
+      if (destroyed) return;
+      for (const listener of errorListeners) listener(error);
+    },
+  );
+  const when = (apply: (exchange: Exchange) => void) => (ready ? apply(ready) : held.push(apply));
+  return {
+    onResponse: (listener) => when((e) => e.onResponse(listener)),
+    onError: (listener) => (ready ? ready.onError(listener) : errorListeners.push(listener)),
+    onSilence: (ms, listener) => when((e) => e.onSilence(ms, listener)),
+    destroy: (error) => {
+      if (ready) {
+        ready.destroy(error);
+        return;
+      }
+      destroyed = { error };
+      if (error) for (const listener of errorListeners) listener(error);
+    },
+    end: (payload) => when((e) => e.end(payload)),
+  };
+}

@@ -1,0 +1,210 @@
+// The HTTP/2 connection the transport keeps to the API server for one TLS identity: every
+// request and watch of the process is a stream of it, as client-go's are.
+//
+// Why: over HTTP/1.1 each watch holds a connection of its own, and the requests go over a pool
+// whose sockets the API server closes after 90 s idle, so the reads and the patch of a restart
+// after a quiet spell paid new TLS connections first (about 5 to 6 ms, docs/benchmarks.md). One
+// HTTP/2 connection is never idle while the agent watches, and it is one connection per Pod on
+// the API server rather than three.
+//
+// The session, step by step:
+//  (1) on first use, a TLS connection offering h2 and http/1.1 (ALPN) with the identity's
+//      material, within the connect timeout;
+//  (2) the server chose h2: an HTTP/2 session over that socket; it chose HTTP/1.1 (a proxy or
+//      load balancer in front of the API server that does not speak h2): the slot answers
+//      'http1' from then on and the transport uses its keep-alive pool;
+//  (3) each exchange is a stream; the session keeps the process alive only while a stream is
+//      open (a CLI command exits when its last request is answered);
+//  (4) a session that fails, closes or is told to go away (GOAWAY: the server restarts, or
+//      balances its connections) is let go: streams already accepted finish on it, the next
+//      exchange opens a new one;
+//  (5) a stream given up on (a request with no answer in time, a watch silent too long) may
+//      be the connection's fault, and over HTTP/1.1 that request's socket went with it: here
+//      the session is pinged, and one that does not answer within the ping timeout is
+//      destroyed, with its streams, so that the next exchange opens a new connection rather
+//      than wait on a dead one (client-go pings an idle connection for the same reason);
+//  (6) close(): the identity was replaced (a rotated CA or client certificate); open streams
+//      finish, no new ones start.
+import http2 from 'node:http2';
+import { isIP } from 'node:net';
+import tls from 'node:tls';
+import { definedOnly } from './defined-only.ts';
+import { type Exchange, http2Exchange, pendingExchange } from './exchange.ts';
+import type { TlsIdentity } from './transport.ts';
+
+/** How long a session suspected of being dead (5) has to answer a ping; at most the request timeout. */
+const PING_TIMEOUT_MS = 5_000;
+
+export interface Http2Slot {
+  /** An exchange on the session, or over HTTP/1.1 (`http1`) where the server chose that. */
+  exchange(method: string, path: string, headers: Record<string, string>, http1: () => Exchange): Exchange;
+  close(): void;
+}
+
+export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: number): Http2Slot {
+  const host = server.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(server.port || 443);
+  /** The current session, or its connection being made; `live` is what it came to. */
+  let session: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
+  let live: http2.ClientHttp2Session | undefined;
+  /** Open streams of each session: a session keeps the process alive only while it has some. */
+  const openStreams = new WeakMap<http2.ClientHttp2Session, number>();
+  let closed = false;
+  /** Sessions with a ping out (5). */
+  const pinging = new WeakSet<http2.ClientHttp2Session>();
+  const pingTimeoutMs = Math.min(PING_TIMEOUT_MS, connectTimeoutMs);
+
+  // (1), (2)
+  function connect(): Promise<http2.ClientHttp2Session | 'http1'> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({
+        host,
+        port,
+        ALPNProtocols: ['h2', 'http/1.1'],
+        ...(isIP(host) ? {} : { servername: host }),
+        ...definedOnly(identity),
+      });
+      const timer = setTimeout(
+        () =>
+          socket.destroy(
+            Object.assign(
+              new Error(`no TLS connection to ${server.origin} in ${connectTimeoutMs / 1000} s`),
+              {
+                code: 'ETIMEDOUT',
+              },
+            ),
+          ),
+        connectTimeoutMs,
+      );
+      const onError = (error: Error) => {
+        clearTimeout(timer);
+        reject(error);
+      };
+      socket.once('error', onError);
+      socket.once('secureConnect', () => {
+        clearTimeout(timer);
+        socket.off('error', onError);
+        if (socket.alpnProtocol !== 'h2') {
+          socket.destroy();
+          resolve('http1');
+          return;
+        }
+        const s = http2.connect(server.origin, { createConnection: () => socket });
+        s.unref();
+        // (4) Streams hear of a failure themselves; the session only has to be let go.
+        const letGo = () => forget(s);
+        // Sent away (GOAWAY): Node lets the streams already accepted finish, then closes it.
+        s.on('goaway', letGo);
+        s.on('error', letGo);
+        s.on('close', letGo);
+        live = s;
+        resolve(s);
+      });
+    });
+  }
+
+  function forget(s: http2.ClientHttp2Session): void {
+    if (live !== s) return;
+    live = undefined;
+    session = undefined;
+  }
+
+  function current(): Promise<http2.ClientHttp2Session | 'http1'> {
+    if (!session) {
+      const connecting = connect();
+      session = connecting;
+      // A failed connection is not kept: the next exchange tries again.
+      connecting.catch(() => {
+        if (session === connecting) session = undefined;
+      });
+    }
+    return session;
+  }
+
+  // (3)
+  function stream(
+    s: http2.ClientHttp2Session,
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+  ): Exchange {
+    const lower: Record<string, string> = {};
+    for (const [name, value] of Object.entries(headers)) lower[name.toLowerCase()] = value;
+    const st = s.request({ ':method': method, ':path': path, ...lower }, { endStream: false });
+    const open = (openStreams.get(s) ?? 0) + 1;
+    openStreams.set(s, open);
+    if (open === 1) s.ref();
+    let released = false;
+    return http2Exchange(
+      st,
+      () => {
+        if (released) return;
+        released = true;
+        const left = (openStreams.get(s) ?? 1) - 1;
+        openStreams.set(s, left);
+        if (left === 0 && !s.destroyed) s.unref();
+      },
+      () => check(s),
+    );
+  }
+
+  // (5)
+  function check(s: http2.ClientHttp2Session): void {
+    if (pinging.has(s) || s.closed || s.destroyed) return;
+    pinging.add(s);
+    const timer = setTimeout(
+      () =>
+        s.destroy(
+          Object.assign(
+            new Error(
+              `the HTTP/2 connection to ${server.origin} answered no ping in ${pingTimeoutMs / 1000} s`,
+            ),
+            {
+              code: 'ETIMEDOUT',
+            },
+          ),
+        ),
+      pingTimeoutMs,
+    );
+    timer.unref();
+    const sent = s.ping((error) => {
+      clearTimeout(timer);
+      pinging.delete(s);
+      if (error && !s.destroyed) s.destroy(error);
+    });
+    if (!sent) {
+      clearTimeout(timer);
+      pinging.delete(s);
+    }
+  }
+
+  /** The session to use now: a current one that closed since it was picked is replaced first. */
+  async function usable(): Promise<http2.ClientHttp2Session | 'http1'> {
+    const s = await current();
+    if (s === 'http1' || !(s.closed || s.destroyed)) return s;
+    forget(s);
+    return current();
+  }
+
+  return {
+    exchange(method, path, headers, http1) {
+      if (closed) return http1();
+      return pendingExchange(
+        usable().then((s) => (s === 'http1' ? http1() : stream(s, method, path, headers))),
+      );
+    },
+    // (6)
+    close() {
+      closed = true;
+      const last = session;
+      session = undefined;
+      live = undefined;
+      last?.then(
+        (s) => {
+          if (s !== 'http1') s.close();
+        },
+        () => {},
+      );
+    },
+  };
+}

@@ -1,0 +1,308 @@
+// The transport over HTTP/2 (src/kube/http2-session.ts, src/kube/exchange.ts), against local TLS
+// servers of the test's own: one connection carries every request and watch; a server that
+// does not offer h2 is spoken to over HTTP/1.1; a stream reset is a failed watch, never a clean
+// end; a session the server sends away is replaced; and nothing waits forever. The real API
+// server's side (its h2 settings, its 90 s idle close) is in the integration tests, which all
+// run over this transport.
+import { spawn } from 'node:child_process';
+import dc from 'node:diagnostics_channel';
+import fs from 'node:fs';
+import http2 from 'node:http2';
+import https from 'node:https';
+import net from 'node:net';
+import path from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ApiStatusError, type Connection, createTransport } from '../../src/kube/transport.ts';
+import { selfSignedCertificate } from '../cluster/self-signed.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
+import { waitFor } from '../cluster/wait.ts';
+
+let pem: { cert: string; key: string };
+beforeAll(() => {
+  const dir = tempDir('transport-h2-');
+  const files = { cert: path.join(dir, 'cert.pem'), key: path.join(dir, 'key.pem') };
+  selfSignedCertificate(files, 'localhost', 'IP:127.0.0.1');
+  pem = { cert: fs.readFileSync(files.cert, 'utf8'), key: fs.readFileSync(files.key, 'utf8') };
+});
+
+const closers: (() => void)[] = [];
+afterEach(() => {
+  for (const close of closers.splice(0)) close();
+});
+
+type Handler = (request: http2.Http2ServerRequest, response: http2.Http2ServerResponse) => void;
+
+interface Served {
+  readonly connection: Connection;
+  /** TLS connections accepted so far. */
+  readonly connections: () => number;
+  /** The HTTP versions requests came in. */
+  readonly versions: string[];
+  readonly sessions: http2.ServerHttp2Session[];
+}
+
+/** A TLS server on loopback: HTTP/2 only (`h2`), or HTTP/1.1 only (`http1`), answering with `handle`. */
+async function serve(kind: 'h2' | 'http1', handle: Handler): Promise<Served> {
+  const versions: string[] = [];
+  const sessions: http2.ServerHttp2Session[] = [];
+  const sockets = new Set<net.Socket>();
+  let connections = 0;
+  const onRequest: Handler = (request, response) => {
+    versions.push(request.httpVersion);
+    handle(request, response);
+  };
+  const server =
+    kind === 'h2'
+      ? http2.createSecureServer({ ...pem }, onRequest)
+      : https.createServer({ ...pem }, onRequest as unknown as Parameters<typeof https.createServer>[1]);
+  server.on('secureConnection', (socket: net.Socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  if (kind === 'h2') (server as http2.Http2SecureServer).on('session', (s) => sessions.push(s));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  closers.push(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    connection: { server: new URL(`https://127.0.0.1:${port}`), headers: {}, tls: { ca: pem.cert } },
+    connections: () => connections,
+    versions,
+    sessions,
+  };
+}
+
+const json = (response: http2.Http2ServerResponse, status: number, body: unknown) => {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(body));
+};
+
+describe('the transport over HTTP/2', () => {
+  it('carries requests and watches as streams of one connection', async () => {
+    const served = await serve('h2', (request, response) => {
+      if (request.url?.includes('watch=true')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write(`${JSON.stringify({ type: 'ADDED', object: { n: 1 } })}\n`);
+        setTimeout(() => response.end(`${JSON.stringify({ type: 'MODIFIED', object: { n: 2 } })}\n`), 20);
+        return;
+      }
+      if (request.url === '/missing') return json(response, 404, { kind: 'Status', reason: 'NotFound' });
+      json(response, 200, { path: request.url, method: request.method });
+    });
+    const transport = createTransport(async () => served.connection);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => transport.request<{ path: string }>({ path: `/a/${i}` })),
+    );
+    expect(answers.map((a) => a.path)).toEqual(Array.from({ length: 20 }, (_, i) => `/a/${i}`));
+    const events: unknown[] = [];
+    await transport.watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 5000 }, (event) =>
+      events.push(event),
+    );
+    expect(events).toEqual([
+      { type: 'ADDED', object: { n: 1 } },
+      { type: 'MODIFIED', object: { n: 2 } },
+    ]);
+    const patched = await transport.request<{ method: string }>({
+      method: 'PATCH',
+      path: '/p',
+      body: { a: 1 },
+      contentType: 'application/merge-patch+json',
+    });
+    expect(patched.method).toBe('PATCH');
+    const missing = await transport.request({ path: '/missing' }).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ApiStatusError);
+    expect((missing as ApiStatusError).code).toBe(404);
+    expect(served.connections()).toBe(1);
+    expect(new Set(served.versions)).toEqual(new Set(['2.0']));
+    expect(transport.requests).toEqual({ get: 21, watch: 1, patch: 1 });
+  });
+
+  it('speaks HTTP/1.1 to a server that does not offer h2', async () => {
+    const served = await serve('http1', (request, response) => json(response, 200, { path: request.url }));
+    const transport = createTransport(async () => served.connection);
+    expect(await transport.request({ path: '/b/first' })).toEqual({ path: '/b/first' });
+    const learnt = served.connections();
+    // The server's protocol is learnt once: later requests go straight to the keep-alive pool.
+    for (let i = 0; i < 5; i += 1)
+      expect(await transport.request({ path: `/b/${i}` })).toEqual({ path: `/b/${i}` });
+    expect(served.connections()).toBe(learnt);
+    expect(new Set(served.versions)).toEqual(new Set(['1.1']));
+  });
+
+  it('fails a watch whose stream the server resets, rather than taking it for a clean end', async () => {
+    const served = await serve('h2', (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
+      setTimeout(() => response.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20);
+    });
+    const transport = createTransport(async () => served.connection);
+    const events: unknown[] = [];
+    const ended = await transport
+      .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 5000 }, (e) => events.push(e))
+      .then(
+        () => 'clean end',
+        (error: Error) => error.message,
+      );
+    expect(events).toHaveLength(1);
+    expect(ended).not.toBe('clean end');
+  });
+
+  // Node reads a reset with NO_ERROR as the stream's end, so these look like a clean end: a
+  // watch then resumes from its last version, which loses nothing, as long as no half event
+  // is handed on; a request must not take half a body for its answer.
+  it('hands on no half event, and takes no half answer, from a stream reset with no error', async () => {
+    const served = await serve('h2', (request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const whole = JSON.stringify({ type: 'ADDED', object: { n: 1 } });
+      response.write(request.url?.includes('watch=true') ? `${whole}\n{"type":"MODIF` : '{"kind":"Con');
+      setTimeout(() => response.stream.close(http2.constants.NGHTTP2_NO_ERROR), 20);
+    });
+    const transport = createTransport(async () => served.connection);
+    const events: unknown[] = [];
+    await transport
+      .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 5000 }, (e) => events.push(e))
+      .catch(() => {});
+    expect(events).toEqual([{ type: 'ADDED', object: { n: 1 } }]);
+    await expect(transport.request({ path: '/r' })).rejects.toThrow(/not whole JSON/);
+  });
+
+  it('fails a watch that falls silent, and ends one quietly when asked to', async () => {
+    const served = await serve('h2', (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
+    });
+    const transport = createTransport(async () => served.connection);
+    const silent = await transport
+      .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 200 }, () => {})
+      .catch((error: Error) => error.message);
+    expect(silent).toMatch(/silent for 0.2 s/);
+    const stop = new AbortController();
+    const watching = transport.watch({ path: '/w', signal: stop.signal, inactivityMs: 5000 }, () =>
+      stop.abort(),
+    );
+    await expect(watching).resolves.toBeUndefined();
+  });
+
+  it('closes a session the server sends away, and opens a new one', async () => {
+    const served = await serve('h2', (request, response) => json(response, 200, { path: request.url }));
+    const transport = createTransport(async () => served.connection);
+    const clientSockets: net.Socket[] = [];
+    const onSocket = ({ socket }: { socket: net.Socket }) => clientSockets.push(socket);
+    dc.subscribe('net.client.socket', onSocket as (message: unknown) => void);
+    closers.push(() => dc.unsubscribe('net.client.socket', onSocket as (message: unknown) => void));
+    await transport.request({ path: '/before' });
+    served.sessions[0]?.goaway();
+    // Closed from the client's side (its end sent; Node's test server, unlike Go's, does not
+    // answer that end by closing its own).
+    await waitFor(() => (clientSockets[0]?.writableEnded ? true : undefined), {
+      what: 'the client to close the connection it was sent away from',
+    });
+    expect(await transport.request({ path: '/after' })).toEqual({ path: '/after' });
+    expect(clientSockets).toHaveLength(2);
+    expect(served.connections()).toBe(2);
+  });
+
+  it('gives up on a server that never finishes the TLS handshake, and on an answer that never comes', async () => {
+    const mute = net.createServer(() => {}); // accepts, says nothing
+    await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+    closers.push(() => mute.close());
+    const port = (mute.address() as net.AddressInfo).port;
+    const silent = createTransport(
+      async () => ({ server: new URL(`https://127.0.0.1:${port}`), headers: {}, tls: { ca: pem.cert } }),
+      { requestTimeoutMs: 300 },
+    );
+    const handshake = await silent.request({ path: '/x' }).catch((e: NodeJS.ErrnoException) => e);
+    expect(handshake).toMatchObject({ code: 'ETIMEDOUT' });
+
+    const served = await serve('h2', () => {}); // never answers
+    const waiting = createTransport(async () => served.connection, { requestTimeoutMs: 300 });
+    const answer = await waiting.request({ path: '/y' }).catch((e: NodeJS.ErrnoException) => e);
+    expect(answer).toMatchObject({ code: 'ETIMEDOUT' });
+  });
+
+  it('drops a connection that went dead under it, once a request finds no answer, and opens a new one', async () => {
+    const served = await serve('h2', (request, response) => {
+      if (!request.url?.includes('watch=true')) return json(response, 200, { path: request.url });
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
+    });
+    // A TCP relay whose connections so far can be frozen: nothing passes either way, and
+    // nothing is closed, as in a partition that drops packets.
+    const pairs: net.Socket[][] = [];
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect(Number(served.connection.server.port), '127.0.0.1');
+      inbound.pipe(outbound).pipe(inbound);
+      inbound.on('error', () => outbound.destroy());
+      outbound.on('error', () => inbound.destroy());
+      pairs.push([inbound, outbound]);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    closers.push(() => {
+      for (const s of pairs.flat()) s.destroy();
+      relay.close();
+    });
+    const server = new URL(`https://127.0.0.1:${(relay.address() as net.AddressInfo).port}`);
+    const transport = createTransport(async () => ({ ...served.connection, server }), {
+      requestTimeoutMs: 500,
+    });
+    const events: unknown[] = [];
+    const watching = transport
+      .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 60_000 }, (e) =>
+        events.push(e),
+      )
+      .then(
+        () => 'clean end',
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      );
+    await waitFor(() => (events.length > 0 ? true : undefined), { what: 'the watch under way' });
+    for (const s of pairs.flat()) {
+      s.unpipe();
+      s.pause();
+    }
+    const lost = await transport.request({ path: '/lost' }).catch((e: NodeJS.ErrnoException) => e.code);
+    expect(lost).toBe('ETIMEDOUT');
+    // The ping found the connection dead: the watch on it fails now, not after its 60 s of
+    // silence, and the next request goes over a new connection.
+    expect(await watching).toBe('ETIMEDOUT');
+    expect(await transport.request({ path: '/found' })).toEqual({ path: '/found' });
+    expect(pairs).toHaveLength(2);
+  });
+
+  it('refuses a server its CA did not sign, with the TLS error', async () => {
+    const served = await serve('h2', (_q, response) => json(response, 200, {}));
+    const transport = createTransport(async () => ({ ...served.connection, tls: {} }));
+    const refused = await transport.request({ path: '/x' }).catch((e: NodeJS.ErrnoException) => e);
+    expect((refused as NodeJS.ErrnoException).code).toMatch(/CERT|SELF_SIGNED|UNABLE_TO_VERIFY/);
+  });
+
+  it('does not keep a process alive once its requests are answered', async () => {
+    const served = await serve('h2', (request, response) => json(response, 200, { path: request.url }));
+    const script = `
+      const { createTransport } = await import(${JSON.stringify(path.resolve('src/kube/transport.ts'))});
+      const t = createTransport(async () => ({ server: new URL(${JSON.stringify(served.connection.server.href)}), headers: {}, tls: { ca: ${JSON.stringify(pem.cert)} } }));
+      console.log(JSON.stringify(await t.request({ path: '/done' })));
+    `;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill();
+        resolve(-1);
+      }, 10_000);
+      child.on('exit', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(out.trim()).toBe('{"path":"/done"}');
+    expect(code).toBe(0);
+  });
+});
