@@ -1,8 +1,9 @@
 // A fault-injecting HTTPS proxy between one agent and the test API server, on 127.0.0.1: the
 // network between them, under the test's control. It terminates TLS with the API server's own
 // serving certificate (so the agent's CA bundle trusts it and nothing about the agent changes
-// but KUBERNETES_SERVICE_PORT) and forwards every request, Authorization header included, over
-// a TLS connection of its own to the real API server.
+// but KUBERNETES_SERVICE_PORT), speaks HTTP/2 as the API server does (and HTTP/1.1 to a client
+// that asks for it), and forwards every request, Authorization header included, over a TLS
+// connection of its own to the real API server.
 //
 // Faults:
 //  - stall(): a partition that drops packets. Open streams stop delivering (nothing is lost:
@@ -19,6 +20,7 @@
 //  - endWatches(): the open watch streams end cleanly, as the server ends them at timeoutSeconds.
 // Every request is counted by verb, with when it arrived, so a test can see a relist happen.
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
@@ -29,6 +31,8 @@ export interface ProxiedRequest {
   readonly verb: string;
   readonly path: string;
   readonly at: number;
+  /** The HTTP version the client spoke: `2.0` as to the API server, `1.1` where it fell back. */
+  readonly http: string;
   /** Answered with a forced 410 Gone (answerGone). */
   gone?: boolean;
 }
@@ -48,19 +52,20 @@ export class ApiProxy {
     watch: boolean;
   }>();
 
-  private readonly server: https.Server;
+  private readonly server: http2.Http2SecureServer;
   readonly port: number;
 
-  private constructor(server: https.Server, port: number) {
+  private constructor(server: http2.Http2SecureServer, port: number) {
     this.server = server;
     this.port = port;
   }
 
   static async start(info: ControlPlaneInfo): Promise<ApiProxy> {
     const certDir = path.join(info.dataDir, 'apiserver-certs');
-    const server = https.createServer({
+    const server = http2.createSecureServer({
       cert: fs.readFileSync(path.join(certDir, 'apiserver.crt')),
       key: fs.readFileSync(path.join(certDir, 'apiserver.key')),
+      allowHTTP1: true,
     });
     const upstream = new https.Agent({ keepAlive: true, ca: info.caPem });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -75,7 +80,7 @@ export class ApiProxy {
     });
     server.on('request', (req, res) => {
       const verb = verbOf(req.method, req.url);
-      const record: ProxiedRequest = { verb, path: req.url ?? '', at: Date.now() };
+      const record: ProxiedRequest = { verb, path: req.url ?? '', at: Date.now(), http: req.httpVersion };
       proxy.requests.push(record);
       const forward = () => {
         if (proxy.mode === 'cut') {
@@ -106,13 +111,13 @@ export class ApiProxy {
           port: info.port,
           method: req.method,
           path: req.url,
-          headers: { ...req.headers, host: `${info.host}:${info.port}` },
+          headers: { ...hopByHopless(req.headers), host: `${info.host}:${info.port}` },
           agent: upstream,
         });
         out.on('error', () => res.destroy());
         res.on('close', () => out.destroy());
         out.on('response', (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          res.writeHead(answer.statusCode ?? 502, hopByHopless(answer.headers));
           // pipe() resumes its source whenever the destination drains, so a pause that must
           // hold takes the pipe apart; the bytes wait in the upstream response until resume.
           const stream = {
@@ -202,3 +207,26 @@ export class ApiProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/**
+ * Headers without HTTP/2's pseudo-headers and HTTP/1.1's connection-level ones, which neither
+ * side's framing takes from the other.
+ */
+function hopByHopless(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined && !name.startsWith(':') && !HOP_BY_HOP.has(name.toLowerCase()))
+      out[name] = value;
+  return out;
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);

@@ -151,6 +151,8 @@ describe('a source watch under faults', () => {
         current.metadata?.resourceVersion,
       );
       expect(w.restarts).toContain('error');
+      // Over HTTP/2, as to the API server itself, before the cut and after it.
+      expect(new Set(proxy.requests.map((r) => r.http))).toEqual(new Set(['2.0']));
     } finally {
       await w.close();
       await proxy.stop();

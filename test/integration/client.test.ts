@@ -4,6 +4,7 @@
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigSyncError } from '../../src/errors.ts';
@@ -191,8 +192,9 @@ describe('S6: one client, no leaks', () => {
       for (let batch = 0; batch < 40; batch += 1) {
         await Promise.all(Array.from({ length: 50 }, () => readConfigMap(client)));
       }
-      // 50 requests at once may open up to 50 pooled connections, then reuse them.
-      expect(counter.count).toBeLessThanOrEqual(50);
+      // Over HTTP/2 they are streams of the one connection; over HTTP/1.1, 50 requests at once
+      // may open up to 50 pooled connections, then reuse them.
+      expect(counter.count).toBeLessThanOrEqual(1);
       for (let i = 0; i < 50; i += 1) await watchOnce();
     } finally {
       counter.stop();
@@ -208,6 +210,47 @@ describe('S6: one client, no leaks', () => {
     );
     expect(after.sockets).toBeLessThanOrEqual(before.sockets + 2);
     expect(after.total).toBeLessThanOrEqual(before.total + 4);
+  });
+});
+
+describe('one connection per agent', () => {
+  it('carries its watches and requests as streams of one HTTP/2 connection to the API server', async () => {
+    const fresh = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'agent-h2',
+      rules,
+    });
+    const client = await createKubeClientWithToken(fresh.token);
+    const sockets: TLSSocket[] = [];
+    const onSocket = (message: unknown) => sockets.push((message as { socket: TLSSocket }).socket);
+    dc.subscribe('net.client.socket', onSocket);
+    const stop = new AbortController();
+    try {
+      const seen = [0, 0];
+      const watches = seen.map((_, i) =>
+        client.watch(
+          {
+            target: { resource: 'configmaps', namespace: ns.name },
+            query: { fieldSelector: 'metadata.name=app-config' },
+            signal: stop.signal,
+            inactivityMs: 30_000,
+          },
+          () => {
+            seen[i] = (seen[i] ?? 0) + 1;
+          },
+        ),
+      );
+      await waitFor(() => (seen.every((n) => n > 0) ? true : undefined), { what: 'both watches' });
+      await Promise.all(Array.from({ length: 50 }, () => readConfigMap(client)));
+      stop.abort();
+      await Promise.all(watches);
+    } finally {
+      dc.unsubscribe('net.client.socket', onSocket);
+    }
+    // Over HTTP/1.1 this was a socket per watch and up to 50 for the reads.
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]?.alpnProtocol).toBe('h2');
+    expect(client.requests.watch).toBe(2);
   });
 });
 
