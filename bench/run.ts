@@ -5,6 +5,7 @@
 // (agent/raw ms), in order; BENCH_ONLY=reload,restart runs only the measures named (hash, idle,
 // file, api, reload, restart, node);
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
+// BENCH_QUIET_SAMPLES (default 3) the restart row's changes after 100 s of quiet each;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
 // BENCH_CPU_PROF=<dir> profiles the agent in both reload rows (cpuProfDir, lib/settings.ts);
 // BENCH_COMPARE_SECONDS (default: the idle window) how long the real node's busy agent compares.
@@ -29,7 +30,8 @@
 //  9. restart mode: a ConfigMap change (a subPath key) -> the workload's restart patch, seen
 //     through a raw watch, against bare `node` processes that patch on the same change, at once,
 //     after one quorum read, or after the agent's three reads with its test-and-patch
-//     (bench/baselines/raw-restart.mjs);
+//     (bench/baselines/raw-restart.mjs); and a few changes after 100 s of quiet each, past the
+//     API server's idle close of an HTTP/1.1 connection;
 // 10. on a real node (root on Linux; test/cluster/node.ts), cost as Kubernetes counts it: the
 //     agent container's memory working set and idle CPU from its own cgroup (what kubelet and
 //     the metrics API report), against an idle bare `node` HTTP server container from the same

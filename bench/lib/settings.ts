@@ -81,6 +81,13 @@ export const APP_PORT = 8080;
  */
 export const latencySamples = wholeNumberFromEnv('BENCH_LATENCY_SAMPLES', 300, 1, 100_000);
 /**
+ * Changes of the restart row made after a quiet spell of QUIET_SECONDS each
+ * (BENCH_QUIET_SAMPLES, default 3): longer than kube-apiserver's 90 s idle close of an HTTP/1.1
+ * connection.
+ */
+export const quietSamples = wholeNumberFromEnv('BENCH_QUIET_SAMPLES', 3, 0, 100);
+export const QUIET_SECONDS = 100;
+/**
  * Keys of the reload row's ConfigMap (BENCH_RELOAD_KEYS): without the payload hashed ahead the
  * agent read every file before it told the app, so its figure grew with the keys.
  */
