@@ -3,9 +3,9 @@
 //
 // Why: over HTTP/1.1 each watch holds a connection of its own, and the requests go over a pool
 // whose sockets the API server closes after 90 s idle, so the reads and the patch of a restart
-// after a quiet spell paid new TLS connections first (about 5 to 6 ms, docs/benchmarks.md). One
-// HTTP/2 connection is never idle while the agent watches, and it is one connection per Pod on
-// the API server rather than three.
+// after a quiet spell paid new TLS connections first (15.4 ms against 7.3 on average after 100 s
+// of quiet, docs/benchmarks.md). One HTTP/2 connection is never idle while the agent watches,
+// and it is one connection per Pod on the API server rather than three.
 //
 // The session, step by step:
 //  (1) on first use, a TLS connection offering h2 and http/1.1 (ALPN) with the identity's
