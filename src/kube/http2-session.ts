@@ -47,9 +47,10 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   /** The current session, or its connection being made; `live` is what it came to. */
   let session: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
   let live: http2.ClientHttp2Session | undefined;
+  /** The server chose HTTP/1.1 (2): every exchange goes over the transport's pool. */
+  let overHttp1 = false;
   /** Open streams of each session: a session keeps the process alive only while it has some. */
   const openStreams = new WeakMap<http2.ClientHttp2Session, number>();
-  let closed = false;
   /** Sessions with a ping out (5). */
   const pinging = new WeakSet<http2.ClientHttp2Session>();
   const pingTimeoutMs = Math.min(PING_TIMEOUT_MS, connectTimeoutMs);
@@ -86,6 +87,7 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
         socket.off('error', onError);
         if (socket.alpnProtocol !== 'h2') {
           socket.destroy();
+          overHttp1 = true;
           resolve('http1');
           return;
         }
@@ -134,12 +136,10 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
     const open = (openStreams.get(s) ?? 0) + 1;
     openStreams.set(s, open);
     if (open === 1) s.ref();
-    let released = false;
     return http2Exchange(
       st,
+      // Called once, at the stream's close.
       () => {
-        if (released) return;
-        released = true;
         const left = (openStreams.get(s) ?? 1) - 1;
         openStreams.set(s, left);
         if (left === 0 && !s.destroyed) s.unref();
@@ -188,14 +188,15 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
 
   return {
     exchange(method, path, headers, http1) {
-      if (closed) return http1();
+      // The usual case, a session open: its stream at once, not after a promise's turn.
+      if (live && !(live.closed || live.destroyed)) return stream(live, method, path, headers);
+      if (overHttp1) return http1();
       return pendingExchange(
         usable().then((s) => (s === 'http1' ? http1() : stream(s, method, path, headers))),
       );
     },
     // (6)
     close() {
-      closed = true;
       const last = session;
       session = undefined;
       live = undefined;

@@ -210,7 +210,6 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
     const connection = await source();
     const verb = verbOf(method, path);
     requests[verb] = (requests[verb] ?? 0) + 1;
-    const target = poolFor(connection);
     const fullPath = `${connection.server.pathname.replace(/\/$/, '')}${path}`;
     const allHeaders = {
       accept: 'application/json',
@@ -218,7 +217,7 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
       ...connection.headers,
       ...headers,
     };
-    const overHttp1 = () => {
+    const overHttp1 = (agent: http.Agent) => {
       const send = connection.server.protocol === 'http:' ? http.request : https.request;
       return http1Exchange(
         send({
@@ -227,14 +226,17 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
           port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
           path: fullPath,
           method,
-          agent: connection.proxyAgent ?? target.agent,
+          agent,
           headers: allHeaders,
           ...(connection.proxyAgent ? definedOnly(connection.tls) : {}),
         }),
       );
     };
-    if (connection.proxyAgent || !target.slot) return overHttp1();
-    return target.slot.exchange(method, fullPath, allHeaders, overHttp1);
+    // Through a kubeconfig's proxy: its own agent, as client-node made it, and no pool of ours.
+    if (connection.proxyAgent) return overHttp1(connection.proxyAgent);
+    const { agent, slot } = poolFor(connection);
+    if (!slot) return overHttp1(agent);
+    return slot.exchange(method, fullPath, allHeaders, () => overHttp1(agent));
   }
 
   return {

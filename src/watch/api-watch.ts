@@ -50,7 +50,8 @@ class ResyncRequested extends Error {}
 
 /**
  * The server ends each watch after this long; reconnecting from the last version is cheap (a
- * watch request served from the API server's watch cache, on the same keep-alive connection).
+ * watch request served from the API server's watch cache, a new stream of the connection the
+ * agent already has).
  * It must stay below INACTIVITY_MS: a quiet watch can carry nothing at all until the server
  * ends it (below), and only the server's clean end tells a quiet watch from a dead one.
  */
