@@ -42,6 +42,8 @@ export interface KubeClient {
   /** `query`: e.g. `{ dryRun: 'All' }` for a server-side dry run. */
   patch<T>(target: ResourceRef, body: unknown, type: keyof typeof PATCH, query?: Query): Promise<T>;
   watch(options: WatchRequest, onEvent: (event: WatchEvent) => void): Promise<void>;
+  /** A watch silent for its `inactivityMs` is kept if the connection still answers (HTTP/2). */
+  keepsQuietWatches(): boolean;
 }
 
 /** A URL the API server serves outside its resources (`/version`, `/readyz`). */
@@ -54,7 +56,10 @@ export interface WatchRequest {
   readonly target: ResourceRef;
   readonly query?: Query;
   readonly signal: AbortSignal;
-  /** Abort a stream silent for this long; bookmarks arrive about once a minute. */
+  /**
+   * Silence this long fails the stream, unless its connection still answers a ping (HTTP/2) and
+   * the server's end (`timeoutSeconds`) is still ahead: then it is quiet, and kept.
+   */
   readonly inactivityMs: number;
 }
 
@@ -113,6 +118,7 @@ export function createKubeClient(scope: Scope, options: TransportOptions = {}): 
       explained(requestOf('watch', target, rest.query), () =>
         transport.watch({ path: resourcePath(target), ...rest }, onEvent),
       ),
+    keepsQuietWatches: transport.keepsQuietWatches,
   };
 }
 

@@ -8,6 +8,9 @@
 //    body ended short of its end (an HTTP/2 stream reset, an HTTP/1.1 connection closed). It
 //    may fire after onResponse, and more than once; the user settles once;
 //  - onSilence: nothing moved, either way, for that long;
+//  - connectionAnswers: whether the connection under it still answers (an HTTP/2 ping), so a
+//    silent stream is quiet rather than cut off; over HTTP/1.1 nothing but the stream itself
+//    could tell, so always false;
 //  - destroy: ends it now, with the error given (or quietly); with an error, on HTTP/2, the
 //    connection under it is checked too (http2-session.ts);
 //  - end: sends the request, with its body if any.
@@ -19,6 +22,7 @@ export interface Exchange {
   onResponse(listener: (status: number, body: Readable) => void): void;
   onError(listener: (error: Error) => void): void;
   onSilence(ms: number, listener: () => void): void;
+  connectionAnswers(): Promise<boolean>;
   destroy(error?: Error): void;
   end(payload?: Buffer): void;
 }
@@ -35,6 +39,7 @@ export function http1Exchange(request: http.ClientRequest): Exchange {
       }),
     onError: (listener) => request.on('error', listener),
     onSilence: (ms, listener) => request.setTimeout(ms, listener),
+    connectionAnswers: () => Promise.resolve(false),
     destroy: (error) => request.destroy(error),
     end: (payload) => request.end(payload),
   };
@@ -42,13 +47,13 @@ export function http1Exchange(request: http.ClientRequest): Exchange {
 
 /**
  * `release` is called once, when the stream has closed (the session counts its open streams);
- * `suspect` when its user gives up on it (no answer in time, a silent watch), which may be the
- * whole connection's fault (the session checks that).
+ * `probe` pings the session: when the stream's user gives up on it (no answer in time), which
+ * may be the whole connection's fault, and when it asks whether the connection still answers.
  */
 export function http2Exchange(
   stream: http2.ClientHttp2Stream,
   release: () => void,
-  suspect: () => void,
+  probe: () => Promise<boolean>,
 ): Exchange {
   let ended = false;
   let destroyed = false;
@@ -73,12 +78,13 @@ export function http2Exchange(
       stream.on('response', (headers) => listener(Number(headers[':status'] ?? 0), stream)),
     onError: (listener) => errorListeners.push(listener),
     onSilence: (ms, listener) => stream.setTimeout(ms, listener),
+    connectionAnswers: probe,
     destroy: (error) => {
       destroyed = true;
       // A stream destroyed with an error says so once through 'error'; one destroyed quietly
       // says nothing, which is what the user asked for. Stopping (ECANCELED) blames nothing.
       stream.destroy(error);
-      if (error && (error as { code?: unknown }).code !== 'ECANCELED') suspect();
+      if (error && (error as { code?: unknown }).code !== 'ECANCELED') void probe();
     },
     end: (payload) => stream.end(payload),
   };
@@ -114,6 +120,7 @@ export function pendingExchange(carrier: Promise<Exchange>): Exchange {
     onResponse: (listener) => when((e) => e.onResponse(listener)),
     onError: (listener) => (ready ? ready.onError(listener) : errorListeners.push(listener)),
     onSilence: (ms, listener) => when((e) => e.onSilence(ms, listener)),
+    connectionAnswers: () => (ready ? ready.connectionAnswers() : Promise.resolve(false)),
     destroy: (error) => {
       if (ready) {
         ready.destroy(error);

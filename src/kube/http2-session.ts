@@ -18,11 +18,12 @@
 //  (4) a session that fails, closes or is told to go away (GOAWAY: the server restarts, or
 //      balances its connections) is let go: streams already accepted finish on it, the next
 //      exchange opens a new one;
-//  (5) a stream given up on (a request with no answer in time, a watch silent too long) may
-//      be the connection's fault, and over HTTP/1.1 that request's socket went with it: here
-//      the session is pinged, and one that does not answer within the ping timeout is
-//      destroyed, with its streams, so that the next exchange opens a new connection rather
-//      than wait on a dead one (client-go pings an idle connection for the same reason);
+//  (5) a stream given up on (a request with no answer in time) may be the connection's fault,
+//      and over HTTP/1.1 that request's socket went with it: here the session is pinged, and
+//      one that does not answer within the ping timeout is destroyed, with its streams, so
+//      that the next exchange opens a new connection rather than wait on a dead one (client-go
+//      pings an idle connection for the same reason). A watch that falls silent asks the same
+//      ping first: an answer means the stream is quiet, not cut off (transport.ts keeps it);
 //  (6) close(): the identity was replaced (a rotated CA or client certificate); open streams
 //      finish, no new ones start.
 import http2 from 'node:http2';
@@ -38,6 +39,8 @@ const PING_TIMEOUT_MS = 5_000;
 export interface Http2Slot {
   /** An exchange on the session, or over HTTP/1.1 (`http1`) where the server chose that. */
   exchange(method: string, path: string, headers: Record<string, string>, http1: () => Exchange): Exchange;
+  /** An HTTP/2 session is open now. */
+  speaksHttp2(): boolean;
   close(): void;
 }
 
@@ -51,8 +54,8 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   let overHttp1 = false;
   /** Open streams of each session: a session keeps the process alive only while it has some. */
   const openStreams = new WeakMap<http2.ClientHttp2Session, number>();
-  /** Sessions with a ping out (5). */
-  const pinging = new WeakSet<http2.ClientHttp2Session>();
+  /** The ping out on a session (5), and what it will answer. */
+  const pinging = new WeakMap<http2.ClientHttp2Session, Promise<boolean>>();
   const pingTimeoutMs = Math.min(PING_TIMEOUT_MS, connectTimeoutMs);
 
   // (1), (2)
@@ -144,38 +147,43 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
         openStreams.set(s, left);
         if (left === 0 && !s.destroyed) s.unref();
       },
-      () => check(s),
+      () => probe(s),
     );
   }
 
-  // (5)
-  function check(s: http2.ClientHttp2Session): void {
-    if (pinging.has(s) || s.closed || s.destroyed) return;
-    pinging.add(s);
-    const timer = setTimeout(
-      () =>
+  // (5) One ping out per session at a time: every stream that asks while it is out shares its
+  // answer. `true`: the server answered; `false`: it did not in time, or failed, and the
+  // session is destroyed with its streams.
+  function probe(s: http2.ClientHttp2Session): Promise<boolean> {
+    if (s.closed || s.destroyed) return Promise.resolve(false);
+    const out = pinging.get(s);
+    if (out) return out;
+    const answer = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
         s.destroy(
           Object.assign(
             new Error(
               `the HTTP/2 connection to ${server.origin} answered no ping in ${pingTimeoutMs / 1000} s`,
             ),
-            {
-              code: 'ETIMEDOUT',
-            },
+            { code: 'ETIMEDOUT' },
           ),
-        ),
-      pingTimeoutMs,
-    );
-    timer.unref();
-    const sent = s.ping((error) => {
-      clearTimeout(timer);
-      pinging.delete(s);
-      if (error && !s.destroyed) s.destroy(error);
+        );
+        resolve(false);
+      }, pingTimeoutMs);
+      timer.unref();
+      const sent = s.ping((error) => {
+        clearTimeout(timer);
+        if (error && !s.destroyed) s.destroy(error);
+        resolve(!error);
+      });
+      if (!sent) {
+        clearTimeout(timer);
+        resolve(false);
+      }
     });
-    if (!sent) {
-      clearTimeout(timer);
-      pinging.delete(s);
-    }
+    pinging.set(s, answer);
+    void answer.then(() => pinging.delete(s));
+    return answer;
   }
 
   /** The session to use now: a current one that closed since it was picked is replaced first. */
@@ -195,6 +203,7 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
         usable().then((s) => (s === 'http1' ? http1() : stream(s, method, path, headers))),
       );
     },
+    speaksHttp2: () => live !== undefined && !(live.closed || live.destroyed),
     // (6)
     close() {
       const last = session;

@@ -22,6 +22,19 @@
 //  (3) send (an exchange, exchange.ts: a stream of the session or an HTTP/1.1 request), count
 //      the request by verb, and read the JSON answer; a non-2xx answer becomes an
 //      ApiStatusError holding the API's Status, never the raw request or response.
+//
+// A watch is a request whose answer is a stream of events, ended by the server after the
+// `timeoutSeconds` asked of it. It may carry nothing for minutes (below), so its silence is
+// judged, step by step:
+//  (4) silent for `inactivityMs`: ask whether the connection under it still answers (an HTTP/2
+//      ping; over HTTP/1.1 nothing but the stream could tell);
+//  (5) it answers, and the server's end is still ahead: the stream is quiet, not cut off; keep
+//      it, and ask again at the next silence;
+//  (6) otherwise the watch failed: no answer (the session is then destroyed with its streams),
+//      HTTP/1.1, no end asked for, or silent past the end the server was asked for.
+// Why a quiet watch must be kept: the API server's watch cache sends bookmarks only once a
+// newer resourceVersion exists (k8s.io/apiserver's cacheWatcher), so in a cluster where no
+// ConfigMap changed a healthy watch carries nothing until its end.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -82,7 +95,7 @@ export interface WatchOptions {
   readonly path: string;
   readonly query?: Query;
   readonly signal: AbortSignal;
-  /** Abort a stream silent for this long; bookmarks arrive about once a minute. */
+  /** Silence this long is judged (4-6): a quiet stream is kept, a cut one fails. */
   readonly inactivityMs: number;
 }
 
@@ -122,6 +135,12 @@ export interface Transport {
    * `signal` aborts it, rejects on a non-200 answer, a broken stream or silence.
    */
   watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void>;
+  /**
+   * Whether a watch that carries nothing is kept open (4-6): true while the connection to the
+   * API server is HTTP/2, where a ping tells a quiet stream from a dead connection. Where it is
+   * false a watch should ask the server to end it before its `inactivityMs`.
+   */
+  keepsQuietWatches(): boolean;
 }
 
 /**
@@ -300,9 +319,13 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
       });
     },
 
+    keepsQuietWatches: () => pool?.slot?.speaksHttp2() ?? false,
+
     async watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
       if (options.signal.aborted || stopping?.aborted) return;
       const path = withQuery(options.path, { ...options.query, watch: true });
+      const asked = Number(options.query?.timeoutSeconds);
+      const serverEndsAt = performance.now() + (asked > 0 ? asked * 1000 : 0);
       const exchange = await open('GET', path, {});
       return new Promise<void>((resolve, reject) => {
         let settled = false;
@@ -320,10 +343,25 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
         };
         options.signal.addEventListener('abort', onAbort, { once: true });
         stopping?.addEventListener('abort', onAbort, { once: true });
-        // The idle timer restarts with every byte, so this fires only on real silence.
-        exchange.onSilence(options.inactivityMs, () =>
-          exchange.destroy(new Error(`watch ${options.path}: silent for ${options.inactivityMs / 1000} s`)),
-        );
+        // (4) The idle timer restarts with every byte, so this fires only on real silence.
+        const onSilent = () => {
+          void exchange.connectionAnswers().then((answered) => {
+            if (settled) return;
+            const endAhead = performance.now() < serverEndsAt;
+            // (5)
+            if (answered && endAhead) {
+              exchange.onSilence(options.inactivityMs, onSilent);
+              return;
+            }
+            // (6)
+            exchange.destroy(
+              new Error(
+                `watch ${options.path}: silent for ${options.inactivityMs / 1000} s${answered ? ', past the end the server was asked for' : ''}`,
+              ),
+            );
+          });
+        };
+        exchange.onSilence(options.inactivityMs, onSilent);
         // A connection that broke, or a stream that ended short of its end.
         exchange.onError((error) => finish(error));
         exchange.onResponse((status, response) => {

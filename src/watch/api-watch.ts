@@ -13,8 +13,9 @@
 //  (1) list by name -> the object's current state, and the list's resourceVersion;
 //  (2) watch from that resourceVersion, with bookmarks;
 //  (3) ADDED/MODIFIED -> present, DELETED -> absent, BOOKMARK -> remember the version;
-//  (4) the server ends each watch after WATCH_SECONDS: a clean end loses nothing, so reconnect
-//      at once from the last version (a watch request, not a list), still live;
+//  (4) the server ends each watch after the timeoutSeconds asked of it (watchSeconds): a clean
+//      end loses nothing, so reconnect at once from the last version (a watch request, not a
+//      list), still live;
 //  (5) 410 Gone (the version left the server's watch cache, e.g. after an API server restart):
 //      not live; relist at once, with no backoff, since the server is up and answering;
 //  (6) any other failure (connection refused or reset, a silent stream, a non-2xx answer):
@@ -24,14 +25,16 @@
 //  (7) resync() (the agent saw a quorum read disagree with this cache): drop the stream and
 //      relist, as in (5).
 //
-// Why WATCH_SECONDS sits below the inactivity limit: the API server's watch cache sends a
-// bookmark about once a minute, but only with a resourceVersion newer than the one the watch
-// started from (k8s.io/apiserver's cacheWatcher.process), and that version moves only when some
-// ConfigMap (or Secret) in the cluster changes, or at etcd's progress notifications (every 10
-// minutes by default). In a cluster where none changed, a watch resumed from the last version
-// carried nothing: with the server's end at 300 s, the agent took it for dead at 90 s, reported
-// its targets Unknown and listed again, every 90 s (seen on the real node, 2026-12-06). A server
-// end every minute keeps a quiet watch live; a dead connection is still noticed at 90 s.
+// Why a quiet watch needs care: the API server's watch cache sends a bookmark about once a
+// minute, but only with a resourceVersion newer than the one the watch started from
+// (k8s.io/apiserver's cacheWatcher.process), and that version moves only when some ConfigMap (or
+// Secret) in the cluster changes, or at etcd's progress notifications (every 10 minutes by
+// default). In a cluster where none changed, a watch resumed from the last version carries
+// nothing until the server ends it. Over HTTP/1.1 with the server's end at 300 s the agent took
+// such a watch for dead at 90 s, reported its targets Unknown and listed again, every 90 s (seen
+// on the real node, 2026-12-06). Now the transport pings the HTTP/2 connection of a silent watch
+// and keeps it while the ping is answered (transport.ts 4-6), so the watch can last as long as
+// client-go's do; over HTTP/1.1 the server is asked to end it within a minute instead.
 import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
 import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
@@ -49,14 +52,21 @@ class GoneError extends Error {}
 class ResyncRequested extends Error {}
 
 /**
- * The server ends each watch after this long; reconnecting from the last version is cheap (a
- * watch request served from the API server's watch cache, a new stream of the connection the
- * agent already has).
- * It must stay below INACTIVITY_MS: a quiet watch can carry nothing at all until the server
- * ends it (below), and only the server's clean end tells a quiet watch from a dead one.
+ * The timeoutSeconds of the next watch: the server ends the watch then, and the agent resumes
+ * from the last version (a watch request served from the API server's watch cache, a new stream
+ * of the connection the agent already has).
+ * - A quiet watch kept (HTTP/2): 5 to 10 minutes, client-go's reflector's choice, random so that
+ *   replicas started together do not all resume in the same second.
+ * - Not kept (HTTP/1.1): 60 s, below INACTIVITY_MS, since only the server's clean end tells a
+ *   quiet watch from a dead one there.
  */
-const WATCH_SECONDS = 60;
-/** Abort a watch that has been silent this long: the connection is taken for dead. */
+export function watchSeconds(keepsQuietWatches: boolean, random: () => number = Math.random): number {
+  return keepsQuietWatches ? Math.round(300 * (1 + random())) : 60;
+}
+/**
+ * A watch silent this long has its connection pinged (HTTP/2): kept if answered, failed if not;
+ * over HTTP/1.1 it is taken for dead.
+ */
 const INACTIVITY_MS = 90_000;
 /**
  * The longest wait between attempts while the API cannot be reached. Short enough that an
@@ -134,7 +144,7 @@ export class SourceWatch {
     const query: Record<string, string | boolean | number> = {
       fieldSelector: `metadata.name=${this.ref.name}`,
       allowWatchBookmarks: true,
-      timeoutSeconds: WATCH_SECONDS,
+      timeoutSeconds: watchSeconds(this.client.keepsQuietWatches()),
     };
     if (this.resourceVersion) query.resourceVersion = this.resourceVersion;
     let failure: Error | undefined;

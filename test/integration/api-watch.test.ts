@@ -159,6 +159,23 @@ describe('a source watch under faults', () => {
     }
   });
 
+  it('over HTTP/2 asks the server to keep each watch open 5 to 10 minutes, as client-go does', async () => {
+    const proxy = await ApiProxy.start(controlPlane());
+    const w = await watchThrough(proxy);
+    try {
+      const watch = await waitFor(() => proxy.requests.find((r) => r.verb === 'watch'), {
+        what: 'the watch to open',
+      });
+      const asked = Number(new URL(watch.path, 'https://x').searchParams.get('timeoutSeconds'));
+      expect(asked).toBeGreaterThanOrEqual(300);
+      expect(asked).toBeLessThanOrEqual(600);
+      expect(watch.http).toBe('2.0');
+    } finally {
+      await w.close();
+      await proxy.stop();
+    }
+  });
+
   it('a 410 Gone relists at once, even after an outage grew the backoff', async () => {
     const proxy = await ApiProxy.start(controlPlane());
     const w = await watchThrough(proxy);

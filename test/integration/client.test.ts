@@ -254,6 +254,34 @@ describe('one connection per agent', () => {
   });
 });
 
+describe('a quiet watch', () => {
+  it('is kept open while the API server answers its pings, until the server ends it', async () => {
+    const fresh = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'agent-quiet',
+      rules,
+    });
+    const client = await createKubeClientWithToken(fresh.token);
+    await readConfigMap(client);
+    expect(client.keepsQuietWatches()).toBe(true);
+    const events: string[] = [];
+    const started = performance.now();
+    // Nothing changes app-config meanwhile: after its ADDED the watch carries nothing, silent
+    // three times over its 1 s limit before the server ends it at 4 s.
+    await client.watch(
+      {
+        target: { resource: 'configmaps', namespace: ns.name },
+        query: { fieldSelector: 'metadata.name=app-config', timeoutSeconds: 4 },
+        signal: new AbortController().signal,
+        inactivityMs: 1000,
+      },
+      ({ type }) => events.push(type),
+    );
+    expect(events).toEqual(['ADDED']);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3500);
+  });
+});
+
 describe('refused requests', () => {
   it('name the identity, verb, resource, name and namespace, and the fix', async () => {
     const reader = await createServiceAccountIdentity(ns.admin, {

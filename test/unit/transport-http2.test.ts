@@ -75,6 +75,55 @@ async function serve(kind: 'h2' | 'http1', handle: Handler): Promise<Served> {
   };
 }
 
+/**
+ * A TCP relay to `served` whose connections so far can be frozen: nothing passes either way,
+ * and nothing is closed, as in a partition that drops packets.
+ */
+async function freezableRelay(
+  served: Served,
+): Promise<{ connection: Connection; pairs: net.Socket[][]; freeze(): void }> {
+  const pairs: net.Socket[][] = [];
+  const relay = net.createServer((inbound) => {
+    const outbound = net.connect(Number(served.connection.server.port), '127.0.0.1');
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on('error', () => outbound.destroy());
+    outbound.on('error', () => inbound.destroy());
+    pairs.push([inbound, outbound]);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  closers.push(() => {
+    for (const s of pairs.flat()) s.destroy();
+    relay.close();
+  });
+  const server = new URL(`https://127.0.0.1:${(relay.address() as net.AddressInfo).port}`);
+  return {
+    connection: { ...served.connection, server },
+    pairs,
+    freeze() {
+      for (const s of pairs.flat()) {
+        s.unpipe();
+        s.pause();
+      }
+    },
+  };
+}
+
+/** A watch's outcome: `clean end`, or its error's code or message. */
+const outcome = (watching: Promise<void>) =>
+  watching.then(
+    () => 'clean end',
+    (error: NodeJS.ErrnoException) => error.code ?? error.message,
+  );
+
+/** Answers a watch with one event, then says nothing, ending it after `endMs` if given. */
+const quietWatch =
+  (endMs?: number): Handler =>
+  (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
+    if (endMs !== undefined) setTimeout(() => response.end(), endMs);
+  };
+
 const json = (response: http2.Http2ServerResponse, status: number, body: unknown) => {
   response.writeHead(status, { 'content-type': 'application/json' });
   response.end(JSON.stringify(body));
@@ -169,11 +218,91 @@ describe('the transport over HTTP/2', () => {
     await expect(transport.request({ path: '/r' })).rejects.toThrow(/not whole JSON/);
   });
 
-  it('fails a watch that falls silent, and ends one quietly when asked to', async () => {
-    const served = await serve('h2', (_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
-    });
+  it('keeps a quiet watch while its connection answers pings, until the server ends it', async () => {
+    const served = await serve('h2', quietWatch(1500));
+    let pings = 0;
+    const transport = createTransport(async () => served.connection);
+    await transport.request({ path: '/first' }).catch(() => {});
+    for (const session of served.sessions) session.on('ping', () => (pings += 1));
+    const events: unknown[] = [];
+    const ended = await outcome(
+      transport.watch(
+        { path: '/w', query: { timeoutSeconds: 2 }, signal: new AbortController().signal, inactivityMs: 200 },
+        (e) => events.push(e),
+      ),
+    );
+    expect(ended).toBe('clean end');
+    expect(events).toHaveLength(1);
+    // Silent for 1.5 s with a 0.2 s limit: asked about several times, each answered.
+    expect(pings).toBeGreaterThanOrEqual(3);
+    expect(served.connections()).toBe(1);
+  });
+
+  it('fails a quiet watch the server does not end by the end it was asked for', async () => {
+    const served = await serve('h2', quietWatch());
+    const transport = createTransport(async () => served.connection);
+    const ended = await outcome(
+      transport.watch(
+        { path: '/w', query: { timeoutSeconds: 1 }, signal: new AbortController().signal, inactivityMs: 200 },
+        () => {},
+      ),
+    );
+    expect(ended).toMatch(/silent for 0.2 s, past the end the server was asked for/);
+  });
+
+  it('fails a silent watch whose connection answers no ping, within the ping timeout', async () => {
+    const served = await serve('h2', quietWatch());
+    const relay = await freezableRelay(served);
+    const transport = createTransport(async () => relay.connection, { requestTimeoutMs: 500 });
+    const events: unknown[] = [];
+    const started = performance.now();
+    const watching = outcome(
+      transport.watch(
+        {
+          path: '/w',
+          query: { timeoutSeconds: 600 },
+          signal: new AbortController().signal,
+          inactivityMs: 300,
+        },
+        (e) => events.push(e),
+      ),
+    );
+    await waitFor(() => (events.length > 0 ? true : undefined), { what: 'the watch under way' });
+    relay.freeze();
+    expect(await watching).toBe('ETIMEDOUT');
+    // 0.3 s of silence, then 0.5 s for the ping's answer (the request timeout caps it), not the
+    // 600 s the server was asked to keep it.
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it('says whether quiet watches are kept: over HTTP/2, not over HTTP/1.1', async () => {
+    const h2 = await serve('h2', (_q, response) => json(response, 200, {}));
+    const overH2 = createTransport(async () => h2.connection);
+    expect(overH2.keepsQuietWatches()).toBe(false);
+    await overH2.request({ path: '/x' });
+    expect(overH2.keepsQuietWatches()).toBe(true);
+    const http1 = await serve('http1', (request, response) =>
+      request.url?.includes('watch=true') ? quietWatch()(request, response) : json(response, 200, {}),
+    );
+    const overHttp1 = createTransport(async () => http1.connection);
+    await overHttp1.request({ path: '/x' });
+    expect(overHttp1.keepsQuietWatches()).toBe(false);
+    const silent = await outcome(
+      overHttp1.watch(
+        {
+          path: '/w',
+          query: { timeoutSeconds: 600 },
+          signal: new AbortController().signal,
+          inactivityMs: 200,
+        },
+        () => {},
+      ),
+    );
+    expect(silent).toMatch(/silent for 0.2 s$/);
+  });
+
+  it('fails a watch that falls silent with no end asked of the server, and ends one quietly when asked to', async () => {
+    const served = await serve('h2', quietWatch());
     const transport = createTransport(async () => served.connection);
     const silent = await transport
       .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 200 }, () => {})
@@ -229,46 +358,23 @@ describe('the transport over HTTP/2', () => {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.write(`${JSON.stringify({ type: 'ADDED', object: {} })}\n`);
     });
-    // A TCP relay whose connections so far can be frozen: nothing passes either way, and
-    // nothing is closed, as in a partition that drops packets.
-    const pairs: net.Socket[][] = [];
-    const relay = net.createServer((inbound) => {
-      const outbound = net.connect(Number(served.connection.server.port), '127.0.0.1');
-      inbound.pipe(outbound).pipe(inbound);
-      inbound.on('error', () => outbound.destroy());
-      outbound.on('error', () => inbound.destroy());
-      pairs.push([inbound, outbound]);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    closers.push(() => {
-      for (const s of pairs.flat()) s.destroy();
-      relay.close();
-    });
-    const server = new URL(`https://127.0.0.1:${(relay.address() as net.AddressInfo).port}`);
-    const transport = createTransport(async () => ({ ...served.connection, server }), {
-      requestTimeoutMs: 500,
-    });
+    const relay = await freezableRelay(served);
+    const transport = createTransport(async () => relay.connection, { requestTimeoutMs: 500 });
     const events: unknown[] = [];
-    const watching = transport
-      .watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 60_000 }, (e) =>
+    const watching = outcome(
+      transport.watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 60_000 }, (e) =>
         events.push(e),
-      )
-      .then(
-        () => 'clean end',
-        (error: NodeJS.ErrnoException) => error.code ?? error.message,
-      );
+      ),
+    );
     await waitFor(() => (events.length > 0 ? true : undefined), { what: 'the watch under way' });
-    for (const s of pairs.flat()) {
-      s.unpipe();
-      s.pause();
-    }
+    relay.freeze();
     const lost = await transport.request({ path: '/lost' }).catch((e: NodeJS.ErrnoException) => e.code);
     expect(lost).toBe('ETIMEDOUT');
     // The ping found the connection dead: the watch on it fails now, not after its 60 s of
     // silence, and the next request goes over a new connection.
     expect(await watching).toBe('ETIMEDOUT');
     expect(await transport.request({ path: '/found' })).toEqual({ path: '/found' });
-    expect(pairs).toHaveLength(2);
+    expect(relay.pairs).toHaveLength(2);
   });
 
   it('refuses a server its CA did not sign, with the TLS error', async () => {
