@@ -6,7 +6,8 @@
 //  - onResponse: the answer's status and its body, a Readable (once the head has arrived);
 //  - onError: the exchange failed: the connection could not be made, broke, or the answer's
 //    body ended short of its end (an HTTP/2 stream reset, an HTTP/1.1 connection closed). It
-//    may fire after onResponse, and more than once; the user settles once;
+//    may fire after onResponse, and more than once; the user settles once. A NotProcessedError
+//    is a request the server never acted on, which is safe to send again;
 //  - onSilence: nothing moved, either way, for that long;
 //  - connectionAnswers: whether the connection under it still answers (an HTTP/2 ping), so a
 //    silent stream is quiet rather than cut off; over HTTP/1.1 nothing but the stream itself
@@ -15,8 +16,22 @@
 //    connection under it is checked too (http2-session.ts);
 //  - end: sends the request, with its body if any.
 import type http from 'node:http';
-import type http2 from 'node:http2';
+import http2 from 'node:http2';
 import type { Readable } from 'node:stream';
+
+/**
+ * An HTTP/2 stream the server refused before processing it (RFC 9113 8.7): a REFUSED_STREAM
+ * reset, sent when the server goes away (GOAWAY: a restart, or kube-apiserver's
+ * `--goaway-chance` balancing its connections) while the request was on its way, or a stream
+ * opened on a session already told to go away. Any request, a PATCH too, may be sent again.
+ */
+export class NotProcessedError extends Error {
+  readonly code = 'ERR_HTTP2_NOT_PROCESSED';
+  constructor(cause: string) {
+    super(`the API server did not process the request (${cause}); it may be sent again`);
+    this.name = 'NotProcessedError';
+  }
+}
 
 export interface Exchange {
   onResponse(listener: (status: number, body: Readable) => void): void;
@@ -64,14 +79,26 @@ export function http2Exchange(
   stream.on('end', () => {
     ended = true;
   });
-  stream.on('error', fail);
+  let answered = false;
+  stream.once('response', () => {
+    answered = true;
+  });
+  const notProcessed = (error?: NodeJS.ErrnoException): NotProcessedError | undefined => {
+    if (answered) return undefined;
+    if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM)
+      return new NotProcessedError('REFUSED_STREAM');
+    if (error?.code === 'ERR_HTTP2_GOAWAY_SESSION')
+      return new NotProcessedError('the session was going away');
+    return undefined;
+  };
+  stream.on('error', (error: NodeJS.ErrnoException) => fail(notProcessed(error) ?? error));
   // A stream closed before its body's end, with no error of its own (a reset by the server, a
   // session that went away): the answer is incomplete, and a watch must not take that for the
   // server's clean end.
   stream.on('close', () => {
     release();
     if (!ended && !destroyed)
-      fail(new Error(`the HTTP/2 stream closed before its end (code ${stream.rstCode})`));
+      fail(notProcessed() ?? new Error(`the HTTP/2 stream closed before its end (code ${stream.rstCode})`));
   });
   return {
     onResponse: (listener) =>

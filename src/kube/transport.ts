@@ -21,7 +21,9 @@
 //      each time;
 //  (3) send (an exchange, exchange.ts: a stream of the session or an HTTP/1.1 request), count
 //      the request by verb, and read the JSON answer; a non-2xx answer becomes an
-//      ApiStatusError holding the API's Status, never the raw request or response.
+//      ApiStatusError holding the API's Status, never the raw request or response. A request
+//      or watch the server refused unprocessed (NotProcessedError: it went away, GOAWAY, while
+//      the request was on its way) is sent once more, over a new connection.
 //
 // A watch is a request whose answer is a stream of events, ended by the server after the
 // `timeoutSeconds` asked of it. It may carry nothing for minutes (below), so its silence is
@@ -40,7 +42,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { definedOnly } from './defined-only.ts';
-import { type Exchange, http1Exchange } from './exchange.ts';
+import { type Exchange, http1Exchange, NotProcessedError } from './exchange.ts';
 import { type Http2Slot, http2Slot } from './http2-session.ts';
 import { ndjsonLines } from './ndjson-lines.ts';
 
@@ -258,141 +260,155 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
     return slot.exchange(method, fullPath, allHeaders, () => overHttp1(agent));
   }
 
-  return {
-    requests,
-
-    async request<T>(options: RequestOptions): Promise<T> {
-      const method = options.method ?? 'GET';
-      const path = withQuery(options.path, options.query);
-      const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
-      const headers: Record<string, string> = payload
-        ? {
-            'content-type': options.contentType ?? 'application/json',
-            'content-length': String(payload.length),
-          }
-        : {};
-      if (stopping?.aborted) throw new TransportStoppedError(method, options.path);
-      const exchange = await open(method, path, headers);
-      // (3)
-      return new Promise<T>((resolve, reject) => {
-        // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
-        // or accepts the connection and never answers, fails as surely as a silent one.
-        const deadline = setTimeout(
-          () =>
-            exchange.destroy(
-              Object.assign(new Error(`${method} ${options.path}: no answer in ${timeoutMs / 1000} s`), {
-                code: 'ETIMEDOUT',
-              }),
-            ),
-          timeoutMs,
-        );
-        const onStop = () => exchange.destroy(new TransportStoppedError(method, options.path));
-        stopping?.addEventListener('abort', onStop, { once: true });
-        const settle = () => {
-          clearTimeout(deadline);
-          stopping?.removeEventListener('abort', onStop);
-        };
-        exchange.onError((error) => {
-          settle();
-          reject(error);
-        });
-        exchange.onResponse((status, response) => {
-          readBody(response).then(
-            (text) => {
-              settle();
-              const body = parseJson(text);
-              if (status < 200 || status >= 300)
-                reject(new ApiStatusError(status, body, method, options.path));
-              // An answer cut short can still end cleanly (an HTTP/2 stream reset with NO_ERROR
-              // reads as its end in Node): a body that is not whole JSON is a failed request.
-              else if (text && body === undefined)
-                reject(new Error(`${method} ${options.path}: the answer is not whole JSON (cut short?)`));
-              else resolve(body as T);
-            },
-            (error) => {
-              settle();
-              reject(error);
-            },
-          );
-        });
-        exchange.end(payload);
+  async function requestOnce<T>(options: RequestOptions): Promise<T> {
+    const method = options.method ?? 'GET';
+    const path = withQuery(options.path, options.query);
+    const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body));
+    const headers: Record<string, string> = payload
+      ? {
+          'content-type': options.contentType ?? 'application/json',
+          'content-length': String(payload.length),
+        }
+      : {};
+    if (stopping?.aborted) throw new TransportStoppedError(method, options.path);
+    const exchange = await open(method, path, headers);
+    // (3)
+    return new Promise<T>((resolve, reject) => {
+      // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
+      // or accepts the connection and never answers, fails as surely as a silent one.
+      const deadline = setTimeout(
+        () =>
+          exchange.destroy(
+            Object.assign(new Error(`${method} ${options.path}: no answer in ${timeoutMs / 1000} s`), {
+              code: 'ETIMEDOUT',
+            }),
+          ),
+        timeoutMs,
+      );
+      const onStop = () => exchange.destroy(new TransportStoppedError(method, options.path));
+      stopping?.addEventListener('abort', onStop, { once: true });
+      const settle = () => {
+        clearTimeout(deadline);
+        stopping?.removeEventListener('abort', onStop);
+      };
+      exchange.onError((error) => {
+        settle();
+        reject(error);
       });
-    },
+      exchange.onResponse((status, response) => {
+        readBody(response).then(
+          (text) => {
+            settle();
+            const body = parseJson(text);
+            if (status < 200 || status >= 300) reject(new ApiStatusError(status, body, method, options.path));
+            // An answer cut short can still end cleanly (an HTTP/2 stream reset with NO_ERROR
+            // reads as its end in Node): a body that is not whole JSON is a failed request.
+            else if (text && body === undefined)
+              reject(new Error(`${method} ${options.path}: the answer is not whole JSON (cut short?)`));
+            else resolve(body as T);
+          },
+          (error) => {
+            settle();
+            reject(error);
+          },
+        );
+      });
+      exchange.end(payload);
+    });
+  }
 
-    keepsQuietWatches: () => pool?.slot?.speaksHttp2() ?? false,
-
-    async watch(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
-      if (options.signal.aborted || stopping?.aborted) return;
-      const path = withQuery(options.path, { ...options.query, watch: true });
-      const asked = Number(options.query?.timeoutSeconds);
-      const serverEndsAt = performance.now() + (asked > 0 ? asked * 1000 : 0);
-      const exchange = await open('GET', path, {});
-      return new Promise<void>((resolve, reject) => {
-        let settled = false;
-        const finish = (error?: unknown) => {
+  async function watchOnce(options: WatchOptions, onEvent: (event: WatchEvent) => void): Promise<void> {
+    if (options.signal.aborted || stopping?.aborted) return;
+    const path = withQuery(options.path, { ...options.query, watch: true });
+    const asked = Number(options.query?.timeoutSeconds);
+    const serverEndsAt = performance.now() + (asked > 0 ? asked * 1000 : 0);
+    const exchange = await open('GET', path, {});
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const finish = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        options.signal.removeEventListener('abort', onAbort);
+        stopping?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onAbort = () => {
+        exchange.destroy();
+        finish();
+      };
+      options.signal.addEventListener('abort', onAbort, { once: true });
+      stopping?.addEventListener('abort', onAbort, { once: true });
+      // (4) The idle timer restarts with every byte, so this fires only on real silence.
+      const onSilent = () => {
+        void exchange.connectionAnswers().then((answered) => {
           if (settled) return;
-          settled = true;
-          options.signal.removeEventListener('abort', onAbort);
-          stopping?.removeEventListener('abort', onAbort);
-          if (error) reject(error);
-          else resolve();
-        };
-        const onAbort = () => {
-          exchange.destroy();
-          finish();
-        };
-        options.signal.addEventListener('abort', onAbort, { once: true });
-        stopping?.addEventListener('abort', onAbort, { once: true });
-        // (4) The idle timer restarts with every byte, so this fires only on real silence.
-        const onSilent = () => {
-          void exchange.connectionAnswers().then((answered) => {
-            if (settled) return;
-            const endAhead = performance.now() < serverEndsAt;
-            // (5)
-            if (answered && endAhead) {
-              exchange.onSilence(options.inactivityMs, onSilent);
-              return;
-            }
-            // (6)
-            exchange.destroy(
-              new Error(
-                `watch ${options.path}: silent for ${options.inactivityMs / 1000} s${answered ? ', past the end the server was asked for' : ''}`,
-              ),
-            );
-          });
-        };
-        exchange.onSilence(options.inactivityMs, onSilent);
-        // A connection that broke, or a stream that ended short of its end.
-        exchange.onError((error) => finish(error));
-        exchange.onResponse((status, response) => {
-          if (status !== 200) {
-            readBody(response).then(
-              (text) => finish(new ApiStatusError(status, parseJson(text), 'GET', options.path)),
-              finish,
-            );
+          const endAhead = performance.now() < serverEndsAt;
+          // (5)
+          if (answered && endAhead) {
+            exchange.onSilence(options.inactivityMs, onSilent);
             return;
           }
-          // Newline-delimited JSON: one event per line, split across chunks as it comes.
-          response.setEncoding('utf8');
-          const feed = ndjsonLines((line) => {
-            if (settled) return;
-            let event: WatchEvent;
-            try {
-              event = JSON.parse(line) as WatchEvent;
-            } catch {
-              exchange.destroy();
-              finish(new Error(`watch ${options.path}: an event that is not JSON`));
-              return;
-            }
-            onEvent(event);
-          });
-          response.on('data', feed);
-          response.on('end', () => finish());
-          response.on('error', (error) => finish(error));
+          // (6)
+          exchange.destroy(
+            new Error(
+              `watch ${options.path}: silent for ${options.inactivityMs / 1000} s${answered ? ', past the end the server was asked for' : ''}`,
+            ),
+          );
         });
-        exchange.end();
+      };
+      exchange.onSilence(options.inactivityMs, onSilent);
+      // A connection that broke, or a stream that ended short of its end.
+      exchange.onError((error) => finish(error));
+      exchange.onResponse((status, response) => {
+        if (status !== 200) {
+          readBody(response).then(
+            (text) => finish(new ApiStatusError(status, parseJson(text), 'GET', options.path)),
+            finish,
+          );
+          return;
+        }
+        // Newline-delimited JSON: one event per line, split across chunks as it comes.
+        response.setEncoding('utf8');
+        const feed = ndjsonLines((line) => {
+          if (settled) return;
+          let event: WatchEvent;
+          try {
+            event = JSON.parse(line) as WatchEvent;
+          } catch {
+            exchange.destroy();
+            finish(new Error(`watch ${options.path}: an event that is not JSON`));
+            return;
+          }
+          onEvent(event);
+        });
+        response.on('data', feed);
+        response.on('end', () => finish());
+        response.on('error', (error) => finish(error));
       });
-    },
+      exchange.end();
+    });
+  }
+
+  /**
+   * Sends once more a request the server never processed (NotProcessedError: its HTTP/2 stream
+   * was refused as the server went away), over the connection that replaces the one sent away,
+   * as client-go does. Once: a server that refuses twice in a row is not merely going away.
+   */
+  async function resendingUnprocessed<T>(send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof NotProcessedError) || stopping?.aborted) throw error;
+      return send();
+    }
+  }
+
+  return {
+    requests,
+    request: <T>(options: RequestOptions) => resendingUnprocessed(() => requestOnce<T>(options)),
+    watch: (options, onEvent) => resendingUnprocessed(() => watchOnce(options, onEvent)),
+    keepsQuietWatches: () => pool?.slot?.speaksHttp2() ?? false,
   };
 }
 

@@ -334,6 +334,55 @@ describe('the transport over HTTP/2', () => {
     expect(served.connections()).toBe(2);
   });
 
+  it('sends again, over a new connection, requests and watches refused unprocessed as the server went away', async () => {
+    // The first request makes the server go away (GOAWAY, NO_ERROR) naming it the last stream
+    // it processes, as kube-apiserver's --goaway-chance or a restart does: the requests sent
+    // with it are refused (REFUSED_STREAM) and must be sent again.
+    let sentAway = false;
+    const served = await serve('h2', (request, response) => {
+      const stream = response.stream;
+      if (!sentAway) stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id);
+      sentAway = true;
+      if (request.url?.includes('watch=true')) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(`${JSON.stringify({ type: 'ADDED', object: { n: 1 } })}\n`);
+        return;
+      }
+      json(response, 200, { path: request.url });
+    });
+    const transport = createTransport(async () => served.connection);
+    const events: unknown[] = [];
+    const [first, second, watched] = await Promise.all([
+      transport.request({ path: '/first' }),
+      transport.request({
+        method: 'PATCH',
+        path: '/second',
+        body: {},
+        contentType: 'application/merge-patch+json',
+      }),
+      transport.watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 5000 }, (e) =>
+        events.push(e),
+      ),
+    ]);
+    expect(first).toEqual({ path: '/first' });
+    expect(second).toEqual({ path: '/second' });
+    expect(watched).toBeUndefined();
+    expect(events).toEqual([{ type: 'ADDED', object: { n: 1 } }]);
+    expect(served.connections()).toBe(2);
+    // The two refused ones, counted each time they were sent.
+    expect(transport.requests).toEqual({ get: 1, patch: 2, watch: 2 });
+  });
+
+  it('sends a refused request again once only', async () => {
+    const served = await serve('h2', (_request, response) =>
+      response.stream.close(http2.constants.NGHTTP2_REFUSED_STREAM),
+    );
+    const transport = createTransport(async () => served.connection);
+    const refused = await transport.request({ path: '/r' }).catch((e: Error) => e);
+    expect(refused).toMatchObject({ name: 'NotProcessedError', message: /REFUSED_STREAM/ });
+    expect(transport.requests).toEqual({ get: 2 });
+  });
+
   it('gives up on a server that never finishes the TLS handshake, and on an answer that never comes', async () => {
     const mute = net.createServer(() => {}); // accepts, says nothing
     await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
