@@ -105,6 +105,7 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
     Object.entries(apiRequestsByVerb(text))
       .filter(([verb]) => verb !== 'watch')
       .reduce((n, [, count]) => n + count, 0);
+  const watches = (text: string) => apiRequestsByVerb(text).watch ?? 0;
 
   await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
   if (only('idle')) {
@@ -160,7 +161,9 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
     // The agent's API requests are read from its /metrics before the window's CPU and after
     // it: a scrape is work, not idleness (the bare node is never scraped), and its own cost
     // has a row of its own below.
-    const requestsBefore = nonWatch(await metricsText());
+    const textBefore = await metricsText();
+    const requestsBefore = nonWatch(textBefore);
+    const watchesBefore = watches(textBefore);
     const before = {
       agent: cpuSeconds(agent.pid as number),
       bare: cpuSeconds(bare.pid as number),
@@ -175,7 +178,9 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
       agent: cpuSeconds(agent.pid as number),
       bare: cpuSeconds(bare.pid as number),
     };
-    const requestsAfter = nonWatch(await metricsText());
+    const textAfter = await metricsText();
+    const requestsAfter = nonWatch(textAfter);
+    const watchesAfter = watches(textAfter);
     const agentRss = processMemory(agent.pid as number);
     const bareRss = processMemory(bare.pid as number);
     const offClusterRss = processMemory(offCluster.pid as number).total;
@@ -246,6 +251,17 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
       relation: `${fmt(perHour + 4, 0)} / h`,
       target: '<= 12 / h',
       ok: perHour + 4 <= 12,
+    });
+    // The watch of the agent's one source, resumed each time the server ends it: what every Pod
+    // costs the API server at idle. A window shorter than a watch (5 to 10 minutes over HTTP/2)
+    // may hold none; BENCH_IDLE_SECONDS=600 or more gives a figure.
+    rows.push({
+      what: `watch requests in the idle window (${idleSeconds}s), one source`,
+      ours: `${watchesAfter - watchesBefore}`,
+      baseline: '-',
+      relation: `${fmt(((watchesAfter - watchesBefore) * 3600) / idleSeconds, 0)} / h`,
+      target: '(report)',
+      ok: true,
     });
   }
   bare.kill();

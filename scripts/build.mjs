@@ -75,15 +75,16 @@ const clientNodeTreeShaking = {
   },
 };
 
-// pino and sonic-boom load Node's worker_threads and assert modules at their start, for what only
-// a pino transport (a worker thread, through thread-stream) or an asynchronous SonicBoom
-// destination uses. config-sync logs to a stream of its own (src/log.ts) and sets no transport,
-// so neither ever runs, yet the two modules stay resident in every Pod (a bare Node HTTP server,
-// the bench's baseline, loads neither). These edits move each of those require() calls to where
-// its value is used, so Node loads the module only if that code runs; behaviour is otherwise
-// unchanged. Each edit names the exact text it replaces, and the build fails if a dependency
-// update changed it. An integration test (test/integration/footprint.test.ts) runs the agent and
-// fails if either module is loaded.
+// pino loads Node's worker_threads module and thread-stream at its start, for what only a pino
+// transport (a worker thread) uses. config-sync logs to a stream of its own (src/log.ts) and sets
+// no transport, so that code never runs, yet the modules would stay resident in every Pod (a bare
+// Node HTTP server, the bench's baseline, loads neither). These edits move each of those
+// require() calls to where its value is used, so Node loads the module only if that code runs;
+// behaviour is otherwise unchanged. Each edit names the exact text it replaces, and the build
+// fails if a dependency update changed it. An integration test
+// (test/integration/footprint.test.ts) runs the agent and fails if worker_threads is loaded.
+// (sonic-boom's require('assert') was deferred the same way until the transport spoke HTTP/2:
+// node:http2 loads assert itself, so deferring it saved nothing.)
 const LAZY_REQUIRES = {
   'node_modules/pino/lib/tools.js': [
     ["const { isMainThread } = require('worker_threads')", ''],
@@ -92,9 +93,6 @@ const LAZY_REQUIRES = {
   'node_modules/pino/lib/transport.js': [
     ["const ThreadStream = require('thread-stream')", ''],
     ['const stream = new ThreadStream({', "const stream = new (require('thread-stream'))({"],
-  ],
-  'node_modules/sonic-boom/index.js': [
-    ["const assert = require('assert')", "const assert = (...args) => require('assert')(...args)"],
   ],
 };
 /** The LAZY_REQUIRES files this build edited (checked after it: every entry must have been). */

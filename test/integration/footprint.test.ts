@@ -3,10 +3,10 @@
 // These are ones the agent never uses, which its dependencies or the bundle's interop loaded all
 // the same until scripts/build.mjs stopped them (each measured there): node:util's diff and SIGINT
 // tracer with worker_threads behind it (esbuild's interop asked every util property for its
-// descriptor), and assert (sonic-boom, for its asynchronous mode). A bare `require('node:http')`
-// server, the bench's baseline, loads none of them. Since the transport speaks HTTP/2, assert is
-// loaded all the same: node:http2 requires it (lib/internal/http2/core.js), and its cost is in
-// the bench's idle rows.
+// descriptor). A bare `require('node:http')` server, the bench's baseline, loads none of them.
+// assert (sonic-boom, for its asynchronous mode) was one of them until the transport spoke
+// HTTP/2: node:http2 requires it (lib/internal/http2/core.js), so the build no longer defers
+// sonic-boom's, and its cost is in the bench's idle rows.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
