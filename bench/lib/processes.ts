@@ -67,6 +67,15 @@ export function apiRequestsByVerb(metrics: string): Record<string, number> {
     if (verb) byVerb[verb] = Number(n);
   return byVerb;
 }
+/** The agent's API watch restarts so far, by reason (`closed`, `error`, `gone`, `resync`), all sources. */
+export function watchRestartsByReason(metrics: string): Record<string, number> {
+  const byReason: Record<string, number> = {};
+  for (const [, reason, n] of metrics.matchAll(
+    /^config_sync_api_watch_restarts_total\{[^}]*reason="(\w+)"[^}]*\} (\S+)$/gm,
+  ))
+    if (reason) byReason[reason] = (byReason[reason] ?? 0) + Number(n);
+  return byReason;
+}
 export async function ready(port: number): Promise<void> {
   await waitFor(
     async () => {

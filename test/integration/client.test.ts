@@ -3,6 +3,8 @@
 // clients and leak no sockets or file descriptors (scenario S6).
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
@@ -311,6 +313,47 @@ describe('refused requests', () => {
   });
 });
 
+/** A kubeconfig for the test control plane, in `dir`, with the given user and cluster fields. */
+function writeKubeconfig(
+  dir: string,
+  user: Record<string, unknown>,
+  clusterFields: Record<string, unknown> = {},
+) {
+  const file = path.join(dir, 'config');
+  const cp = controlPlane();
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'test',
+          cluster: {
+            server: cp.server,
+            'certificate-authority-data': Buffer.from(cp.caPem).toString('base64'),
+            ...clusterFields,
+          },
+        },
+      ],
+      users: [{ name: 'agent', user }],
+      contexts: [{ name: 'test', context: { cluster: 'test', user: 'agent', namespace: ns.name } }],
+      'current-context': 'test',
+    }),
+  );
+  return file;
+}
+
+/** The operator's scope from a kubeconfig file, as `--kubeconfig` resolves it. */
+async function kubeconfigScope(file: string) {
+  const { resolveScope } = await import('../../src/kube/scope.ts');
+  const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
+  return resolveScope(
+    await gatherScopeFacts({ kubeconfig: { value: file, source: '--kubeconfig' } }, {}),
+    'operator',
+  );
+}
+
 describe('a kubeconfig whose user runs an exec credential plugin', () => {
   it('sends the token the plugin returns, as the identity it belongs to', async () => {
     const reader = await createServiceAccountIdentity(ns.admin, {
@@ -329,44 +372,71 @@ describe('a kubeconfig whose user runs an exec credential plugin', () => {
       })}'\n`,
       { mode: 0o755 },
     );
-    const file = path.join(dir, 'config');
-    const cp = controlPlane();
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          {
-            name: 'test',
-            cluster: {
-              server: cp.server,
-              'certificate-authority-data': Buffer.from(cp.caPem).toString('base64'),
-            },
-          },
-        ],
-        users: [
-          {
-            name: 'agent',
-            user: { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin } },
-          },
-        ],
-        contexts: [{ name: 'test', context: { cluster: 'test', user: 'agent', namespace: ns.name } }],
-        'current-context': 'test',
-      }),
-    );
+    const file = writeKubeconfig(dir, {
+      exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin },
+    });
     const { createKubeClient } = await import('../../src/kube/client.ts');
-    const { resolveScope } = await import('../../src/kube/scope.ts');
-    const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
-    const scope = resolveScope(
-      await gatherScopeFacts({ kubeconfig: { value: file, source: '--kubeconfig' } }, {}),
-      'operator',
-    );
+    const scope = await kubeconfigScope(file);
     expect(scope.credentials.value.kind).toBe('exec');
     const cm = await readConfigMap(createKubeClient(scope));
     expect(cm.data).toEqual({ k: 'v' });
     // The agent's identity may not read Secrets: the token really was the plugin's.
     const refused = await rejection(createKubeClient(scope).get({ resource: 'secrets', namespace: ns.name }));
     expect(refused.code).toBe(403);
+  });
+});
+
+describe("a kubeconfig cluster's proxy-url", () => {
+  it('carries every request and watch through the proxy (HTTP CONNECT), over HTTP/1.1', async () => {
+    const reader = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'proxied-reader',
+      rules,
+    });
+    // An HTTP CONNECT proxy on loopback: it records where each tunnel goes, then relays bytes.
+    const tunnels: string[] = [];
+    const proxy = http.createServer((_q, s) => s.writeHead(405).end());
+    proxy.on('connect', (request: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+      tunnels.push(request.url ?? '');
+      const [host, port] = (request.url ?? '').split(':');
+      const upstream = net.connect(Number(port), host, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(client).pipe(upstream);
+      });
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxyPort = (proxy.address() as net.AddressInfo).port;
+      const file = writeKubeconfig(
+        tempDir('client-proxy-'),
+        { token: reader.token },
+        { 'proxy-url': `http://127.0.0.1:${proxyPort}` },
+      );
+      const { createKubeClient } = await import('../../src/kube/client.ts');
+      const client = createKubeClient(await kubeconfigScope(file));
+      expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
+      const events: string[] = [];
+      await client.watch(
+        {
+          target: { resource: 'configmaps', namespace: ns.name },
+          query: { fieldSelector: 'metadata.name=app-config', timeoutSeconds: 1 },
+          signal: new AbortController().signal,
+          inactivityMs: 30_000,
+        },
+        ({ type }) => events.push(type),
+      );
+      expect(events).toEqual(['ADDED']);
+      const apiServer = new URL(controlPlane().server);
+      expect(tunnels.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(tunnels)).toEqual(new Set([`${apiServer.hostname}:${apiServer.port}`]));
+      // Through the proxy the transport speaks HTTP/1.1: a quiet watch cannot be told from a
+      // dead one, so the agent asks the server to end its watches within a minute.
+      expect(client.keepsQuietWatches()).toBe(false);
+    } finally {
+      proxy.close();
+    }
   });
 });
