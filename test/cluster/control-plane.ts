@@ -74,6 +74,8 @@ export interface StartOptions {
   /** Keep the data directory (logs, certs) after stop, for debugging. */
   readonly keepData?: boolean;
   readonly log?: (line: string) => void;
+  /** More kube-apiserver flags, after the harness's own (e.g. `--goaway-chance=0.02`). */
+  readonly apiServerArgs?: readonly string[];
 }
 
 const DIR_PREFIX = 'config-sync-cp-';
@@ -312,6 +314,7 @@ export class ControlPlane {
           '--allow-privileged=true',
           '--profiling=false',
           '--v=1',
+          ...(options.apiServerArgs ?? []),
         ],
       });
       components.push(apiserver);
