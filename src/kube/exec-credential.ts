@@ -4,10 +4,13 @@
 // "failed: " with nothing after it. Here a failure says which plugin, its exit code and the last
 // line it wrote to stderr; and a plugin that hangs is stopped.
 //
-// Steps: (1) a cached credential that has not expired is used as is; (2) run the command with
-// its args, the user's env on top of ours, and KUBERNETES_EXEC_INFO (non-interactive, as kubectl
-// sets it), stdin closed; (3) exit 0 and an ExecCredential on stdout with a token or a client
-// certificate: cache it until its expirationTimestamp; anything else is CS_AUTH_EXEC_FAILED.
+// Steps: (1) a cached credential that has not expired is used as is, and requests that come
+// while the plugin runs wait for its one run; (2) run the command with its args, the user's env
+// on top of ours, and KUBERNETES_EXEC_INFO (non-interactive, as kubectl sets it), stdin closed;
+// (3) exit 0 and an ExecCredential on stdout with a token or a client certificate: cache it
+// until its expirationTimestamp; anything else is CS_AUTH_EXEC_FAILED; (4) the API answered 401
+// to the cached credential (revoked, or expired early, or a plugin that gives no expiry): drop
+// it, so the next request runs the plugin again, as client-go's exec authenticator does.
 // Neither stdout (it holds the credential) nor a token ever goes into an error or a log.
 import { spawn } from 'node:child_process';
 import { ConfigSyncError } from '../errors.ts';
@@ -28,18 +31,42 @@ export interface ExecCredential {
 /** How long a plugin may run (a login prompt it cannot show would otherwise hang every request). */
 const PLUGIN_TIMEOUT_MS = 60_000;
 
+export interface ExecCredentials {
+  /** (1)-(3) The credential to send now. */
+  current(): Promise<ExecCredential>;
+  /** (4) The API answered 401 to a request sent with `credential`. */
+  refused(credential: ExecCredential): void;
+}
+
 export function execCredentialSource(
   exec: ExecConfig,
   user: string,
   clock: () => number = Date.now,
-): () => Promise<ExecCredential> {
+): ExecCredentials {
   let cached: { credential: ExecCredential; expiresAt: number } | undefined;
-  return async () => {
-    // (1)
-    if (cached && clock() < cached.expiresAt) return cached.credential;
-    const { credential, expiresAt } = await runPlugin(exec, user);
-    cached = { credential, expiresAt };
-    return credential;
+  let running: Promise<ExecCredential> | undefined;
+  return {
+    async current() {
+      // (1)
+      if (cached && clock() < cached.expiresAt) return cached.credential;
+      running ??= runPlugin(exec, user).then(
+        ({ credential, expiresAt }) => {
+          cached = { credential, expiresAt };
+          running = undefined;
+          return credential;
+        },
+        (error: unknown) => {
+          running = undefined;
+          throw error;
+        },
+      );
+      return running;
+    },
+    // (4) Only the credential still cached: requests refused with an older one, answered after
+    // the plugin already ran again, must not throw away its new credential.
+    refused(credential) {
+      if (cached?.credential === credential) cached = undefined;
+    },
   };
 }
 

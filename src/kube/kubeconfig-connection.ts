@@ -65,7 +65,7 @@ export function kubeconfigConnection(files: readonly string[], context: string):
         'write the token into that file',
       )}`;
     }
-    const fromPlugin = execCredential ? await execCredential() : undefined;
+    const fromPlugin = execCredential ? await execCredential.current() : undefined;
     if (fromPlugin?.token) headers.Authorization = `Bearer ${fromPlugin.token}`;
     return {
       server,
@@ -80,6 +80,9 @@ export function kubeconfigConnection(files: readonly string[], context: string):
         servername: options.servername,
       },
       ...(cluster.proxyUrl ? { proxyAgent: options.agent as https.Agent } : {}),
+      ...(execCredential && fromPlugin
+        ? { credentialsRefused: () => execCredential.refused(fromPlugin) }
+        : {}),
     };
   };
 }

@@ -23,7 +23,9 @@
 //      the request by verb, and read the JSON answer; a non-2xx answer becomes an
 //      ApiStatusError holding the API's Status, never the raw request or response. A request
 //      or watch the server refused unprocessed (NotProcessedError: it went away, GOAWAY, while
-//      the request was on its way) is sent once more, over a new connection.
+//      the request was on its way) is sent once more, over a new connection. A 401 answer is
+//      told to the connection source (credentialsRefused), so that an exec plugin whose token
+//      the API refused runs again for the next request.
 //
 // A watch is a request whose answer is a stream of events, ended by the server after the
 // `timeoutSeconds` asked of it. It may carry nothing for minutes (below), so its silence is
@@ -65,6 +67,11 @@ export interface Connection {
   readonly tls: TlsIdentity;
   /** A kubeconfig cluster's proxy (`proxy-url`): the agent client-node made for it, used as is. */
   readonly proxyAgent?: http.Agent | undefined;
+  /**
+   * The API answered 401 to a request sent with this connection's credentials: a source that
+   * can get new ones (an exec plugin) gets them for the next request.
+   */
+  readonly credentialsRefused?: (() => void) | undefined;
 }
 
 export type ConnectionSource = () => Promise<Connection>;
@@ -253,11 +260,17 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
         }),
       );
     };
-    // Through a kubeconfig's proxy: its own agent, as client-node made it, and no pool of ours.
-    if (connection.proxyAgent) return overHttp1(connection.proxyAgent);
-    const { agent, slot } = poolFor(connection);
-    if (!slot) return overHttp1(agent);
-    return slot.exchange(method, fullPath, allHeaders, () => overHttp1(agent));
+    const carry = (): Exchange => {
+      // Through a kubeconfig's proxy: its own agent, as client-node made it, and no pool of ours.
+      if (connection.proxyAgent) return overHttp1(connection.proxyAgent);
+      const { agent, slot } = poolFor(connection);
+      if (!slot) return overHttp1(agent);
+      return slot.exchange(method, fullPath, allHeaders, () => overHttp1(agent));
+    };
+    const exchange = carry();
+    const refused = connection.credentialsRefused;
+    if (refused) exchange.onResponse((status) => status === 401 && refused());
+    return exchange;
   }
 
   async function requestOnce<T>(options: RequestOptions): Promise<T> {

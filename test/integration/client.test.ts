@@ -386,6 +386,44 @@ describe('a kubeconfig whose user runs an exec credential plugin', () => {
   });
 });
 
+describe('a kubeconfig exec plugin whose token the API refuses', () => {
+  it('is run again for the next request, as client-go runs it again after a 401', async () => {
+    const reader = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'exec-refreshed',
+      rules,
+    });
+    const dir = tempDir('client-exec-401-');
+    // The plugin gives no expiry, so its credential would be kept for the process's life, and
+    // it hands out whatever token is in token.txt: first one the API does not know.
+    const tokenFile = path.join(dir, 'token.txt');
+    const runs = path.join(dir, 'runs');
+    fs.writeFileSync(tokenFile, 'not-a-token-the-api-knows');
+    const plugin = path.join(dir, 'plugin.sh');
+    fs.writeFileSync(
+      plugin,
+      `#!/bin/sh\necho run >> ${runs}\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat ${tokenFile})"\n`,
+      { mode: 0o755 },
+    );
+    const file = writeKubeconfig(dir, {
+      exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin },
+    });
+    const { createKubeClient } = await import('../../src/kube/client.ts');
+    const client = createKubeClient(await kubeconfigScope(file));
+    // Two refused at once: the plugin ran once for both, and runs once more after them.
+    const refused = await Promise.all([rejection(readConfigMap(client)), rejection(readConfigMap(client))]);
+    expect(refused.map((e) => e.code)).toEqual([401, 401]);
+    expect(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+    // The operator logs in again: the plugin now hands out a token the API knows.
+    fs.writeFileSync(tokenFile, reader.token);
+    expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
+    expect(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+    // Accepted: kept, not run for every request.
+    await readConfigMap(client);
+    expect(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+  });
+});
+
 describe("a kubeconfig cluster's proxy-url", () => {
   it('carries every request and watch through the proxy (HTTP CONNECT), over HTTP/1.1', async () => {
     const reader = await createServiceAccountIdentity(ns.admin, {
