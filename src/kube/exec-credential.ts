@@ -6,7 +6,8 @@
 //
 // Steps: (1) a cached credential that has not expired is used as is, and requests that come
 // while the plugin runs wait for its one run; (2) run the command with its args, the user's env
-// on top of ours, and KUBERNETES_EXEC_INFO (non-interactive, as kubectl sets it), stdin closed;
+// on top of ours, and KUBERNETES_EXEC_INFO (non-interactive, as kubectl sets it, with the
+// cluster when the plugin asks for it with provideClusterInfo), stdin closed;
 // (3) exit 0 and an ExecCredential on stdout with a token or a client certificate: cache it
 // until its expirationTimestamp; anything else is CS_AUTH_EXEC_FAILED; (4) the API answered 401
 // to the cached credential (revoked, or expired early, or a plugin that gives no expiry): drop
@@ -20,6 +21,21 @@ export interface ExecConfig {
   readonly args?: readonly string[] | null;
   readonly env?: readonly { readonly name: string; readonly value: string }[] | null;
   readonly apiVersion?: string;
+  /** Hand the plugin the cluster it authenticates to, in KUBERNETES_EXEC_INFO's spec.cluster. */
+  readonly provideClusterInfo?: boolean;
+}
+
+/**
+ * The cluster as client-go hands it to a plugin that asks (client.authentication.k8s.io
+ * Cluster): where the API server is and how to trust it. Never a credential.
+ */
+export interface ExecCluster {
+  readonly server: string;
+  readonly 'tls-server-name'?: string;
+  readonly 'insecure-skip-tls-verify'?: boolean;
+  /** The CA bundle, base64 (the PEM bytes, as Go's []byte marshals). */
+  readonly 'certificate-authority-data'?: string;
+  readonly 'proxy-url'?: string;
 }
 
 export interface ExecCredential {
@@ -41,6 +57,8 @@ export interface ExecCredentials {
 export function execCredentialSource(
   exec: ExecConfig,
   user: string,
+  /** Handed to a plugin that asks for it (provideClusterInfo). */
+  cluster: ExecCluster | undefined,
   clock: () => number = Date.now,
 ): ExecCredentials {
   let cached: { credential: ExecCredential; expiresAt: number } | undefined;
@@ -49,7 +67,7 @@ export function execCredentialSource(
     async current() {
       // (1)
       if (cached && clock() < cached.expiresAt) return cached.credential;
-      running ??= runPlugin(exec, user).then(
+      running ??= runPlugin(exec, user, cluster).then(
         ({ credential, expiresAt }) => {
           cached = { credential, expiresAt };
           running = undefined;
@@ -85,6 +103,7 @@ function failure(exec: ExecConfig, user: string, what: string): ConfigSyncError 
 function runPlugin(
   exec: ExecConfig,
   user: string,
+  cluster: ExecCluster | undefined,
 ): Promise<{ credential: ExecCredential; expiresAt: number }> {
   return new Promise((resolve, reject) => {
     // (2)
@@ -93,7 +112,7 @@ function runPlugin(
     env.KUBERNETES_EXEC_INFO = JSON.stringify({
       apiVersion: exec.apiVersion ?? 'client.authentication.k8s.io/v1',
       kind: 'ExecCredential',
-      spec: { interactive: false },
+      spec: { interactive: false, ...(cluster ? { cluster } : {}) },
     });
     const child = spawn(exec.command, [...(exec.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const timer = setTimeout(() => child.kill('SIGKILL'), PLUGIN_TIMEOUT_MS);

@@ -4,9 +4,11 @@
 // kubeconfig-token-file.ts), where client-node loses what an operator needs; the transport sends. Loaded only when the scope is a kubeconfig
 // (src/kube/client.ts imports this module lazily), so the in-cluster agent never loads
 // client-node's runtime.
+import fs from 'node:fs';
 import type https from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
-import { type ExecConfig, execCredentialSource } from './exec-credential.ts';
+import { type Cluster, KubeConfig } from '@kubernetes/client-node';
+import { ConfigSyncError } from '../errors.ts';
+import { type ExecCluster, type ExecConfig, execCredentialSource } from './exec-credential.ts';
 import { bearerToken, RotatingFile } from './in-cluster-connection.ts';
 import { tokenFiles } from './kubeconfig-token-file.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
@@ -37,6 +39,36 @@ function mergedKubeConfig(files: readonly string[], context: string): KubeConfig
   return kc;
 }
 
+/** The cluster as an exec plugin is told of it (provideClusterInfo), as client-go tells it. */
+function execCluster(cluster: Cluster): ExecCluster {
+  // client-go reads a certificate-authority file into the data it hands over.
+  const ca = cluster.caData
+    ? Buffer.from(cluster.caData, 'base64')
+    : cluster.caFile
+      ? readCaFile(cluster.caFile, cluster.name)
+      : undefined;
+  return {
+    server: cluster.server,
+    ...(cluster.tlsServerName ? { 'tls-server-name': cluster.tlsServerName } : {}),
+    ...(cluster.skipTLSVerify ? { 'insecure-skip-tls-verify': true } : {}),
+    ...(ca ? { 'certificate-authority-data': ca.toString('base64') } : {}),
+    ...(cluster.proxyUrl ? { 'proxy-url': cluster.proxyUrl } : {}),
+  };
+}
+
+function readCaFile(file: string, cluster: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (error) {
+    throw new ConfigSyncError(
+      'CS_SCOPE_KUBECONFIG_UNREADABLE',
+      'config',
+      `cannot read the certificate-authority file ${file} of kubeconfig cluster "${cluster}" (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}), which its user's exec plugin asks for (provideClusterInfo)`,
+      { hint: 'fix the path in the kubeconfig, or make the file readable', details: { path: file } },
+    );
+  }
+}
+
 export function kubeconfigConnection(files: readonly string[], context: string): ConnectionSource {
   const kc = mergedKubeConfig(files, context);
   const cluster = kc.getCurrentCluster();
@@ -46,7 +78,10 @@ export function kubeconfigConnection(files: readonly string[], context: string):
   const userName = current?.name;
   // The exec plugin is taken out of client-node's hands: the copy it keeps has none.
   const exec = current?.exec as ExecConfig | undefined;
-  const execCredential = exec && userName ? execCredentialSource(exec, userName) : undefined;
+  const execCredential =
+    exec && userName
+      ? execCredentialSource(exec, userName, exec.provideClusterInfo ? execCluster(cluster) : undefined)
+      : undefined;
   if (exec && current) kc.users = kc.users.map((u) => (u === current ? { ...u, exec: undefined } : u));
   const tokenFilePath = userName && !current?.token ? tokenFileOf(files, userName) : undefined;
   const tokenFile = tokenFilePath ? new RotatingFile(tokenFilePath) : undefined;

@@ -424,6 +424,46 @@ describe('a kubeconfig exec plugin whose token the API refuses', () => {
   });
 });
 
+describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo)', () => {
+  it('is told the server and its CA in KUBERNETES_EXEC_INFO, as client-go tells it; one that does not ask is not', async () => {
+    const reader = await createServiceAccountIdentity(ns.admin, {
+      namespace: ns.name,
+      name: 'exec-cluster-info',
+      rules,
+    });
+    const infoOf = async (provideClusterInfo: boolean) => {
+      const dir = tempDir('client-exec-info-');
+      const info = path.join(dir, 'exec-info.json');
+      const plugin = path.join(dir, 'plugin.sh');
+      fs.writeFileSync(
+        plugin,
+        `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\necho '${JSON.stringify({
+          apiVersion: 'client.authentication.k8s.io/v1',
+          kind: 'ExecCredential',
+          status: { token: reader.token },
+        })}'\n`,
+        { mode: 0o755 },
+      );
+      const file = writeKubeconfig(dir, {
+        exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo },
+      });
+      const { createKubeClient } = await import('../../src/kube/client.ts');
+      expect((await readConfigMap(createKubeClient(await kubeconfigScope(file)))).data).toEqual({ k: 'v' });
+      return JSON.parse(fs.readFileSync(info, 'utf8')) as {
+        spec: { interactive: boolean; cluster?: Record<string, unknown> };
+      };
+    };
+    const cp = controlPlane();
+    const asked = await infoOf(true);
+    expect(asked.spec.interactive).toBe(false);
+    expect(asked.spec.cluster?.server).toBe(cp.server);
+    expect(
+      Buffer.from(String(asked.spec.cluster?.['certificate-authority-data']), 'base64').toString('utf8'),
+    ).toBe(cp.caPem);
+    expect((await infoOf(false)).spec).toEqual({ interactive: false });
+  });
+});
+
 describe("a kubeconfig cluster's proxy-url", () => {
   it('carries every request and watch through the proxy (HTTP CONNECT), over HTTP/1.1', async () => {
     const reader = await createServiceAccountIdentity(ns.admin, {
