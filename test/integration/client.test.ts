@@ -21,6 +21,10 @@ import { controlPlane, inClusterClient, rejection, useNamespace } from './suppor
 const ns = useNamespace('client');
 const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
 
+/** A ServiceAccount of the test's namespace that may read its ConfigMaps, and nothing else. */
+const identityWithRules = (name: string) =>
+  createServiceAccountIdentity(ns.admin, { namespace: ns.name, name, rules });
+
 const readConfigMap = (client: KubeClient) =>
   client.get<V1ConfigMap>({ resource: 'configmaps', namespace: ns.name, name: 'app-config' });
 
@@ -162,11 +166,7 @@ describe('S6: one client, no leaks', () => {
   });
 
   it('2000 requests and 50 watch reconnects reuse one client and grow no sockets or descriptors', async () => {
-    const fresh = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'agent-s6',
-      rules,
-    });
+    const fresh = await identityWithRules('agent-s6');
     const client = await createKubeClientWithToken(fresh.token);
 
     const watchOnce = async () => {
@@ -217,11 +217,7 @@ describe('S6: one client, no leaks', () => {
 
 describe('one connection per agent', () => {
   it('carries its watches and requests as streams of one HTTP/2 connection to the API server', async () => {
-    const fresh = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'agent-h2',
-      rules,
-    });
+    const fresh = await identityWithRules('agent-h2');
     const client = await createKubeClientWithToken(fresh.token);
     const sockets: TLSSocket[] = [];
     const onSocket = (message: unknown) => sockets.push((message as { socket: TLSSocket }).socket);
@@ -258,11 +254,7 @@ describe('one connection per agent', () => {
 
 describe('a quiet watch', () => {
   it('is kept open while the API server answers its pings, until the server ends it', async () => {
-    const fresh = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'agent-quiet',
-      rules,
-    });
+    const fresh = await identityWithRules('agent-quiet');
     const client = await createKubeClientWithToken(fresh.token);
     await readConfigMap(client);
     expect(client.keepsQuietWatches()).toBe(true);
@@ -286,11 +278,7 @@ describe('a quiet watch', () => {
 
 describe('refused requests', () => {
   it('name the identity, verb, resource, name and namespace, and the fix', async () => {
-    const reader = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'no-secrets',
-      rules,
-    });
+    const reader = await identityWithRules('no-secrets');
     const client = await createKubeClientWithToken(reader.token);
     const request = { target: { resource: 'secrets', namespace: ns.name, name: 'db' } };
     // The client explains the refusal itself: the caller gets it ready to show.
@@ -344,6 +332,23 @@ function writeKubeconfig(
   return file;
 }
 
+/** An ExecCredential as a plugin prints it, handing out `token`. */
+const execCredentialJson = (token: string) =>
+  JSON.stringify({
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    status: { token },
+  });
+
+/** A kubeconfig in `dir` whose user runs `dir/plugin.sh`, a shell script of `body`. */
+function execPluginKubeconfig(dir: string, body: string, exec: Record<string, unknown> = {}): string {
+  const plugin = path.join(dir, 'plugin.sh');
+  fs.writeFileSync(plugin, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  return writeKubeconfig(dir, {
+    exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, ...exec },
+  });
+}
+
 /** The operator's scope from a kubeconfig file, as `--kubeconfig` resolves it. */
 async function kubeconfigScope(file: string) {
   const { resolveScope } = await import('../../src/kube/scope.ts');
@@ -356,25 +361,8 @@ async function kubeconfigScope(file: string) {
 
 describe('a kubeconfig whose user runs an exec credential plugin', () => {
   it('sends the token the plugin returns, as the identity it belongs to', async () => {
-    const reader = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'exec-reader',
-      rules,
-    });
-    const dir = tempDir('client-exec-');
-    const plugin = path.join(dir, 'plugin.sh');
-    fs.writeFileSync(
-      plugin,
-      `#!/bin/sh\necho '${JSON.stringify({
-        apiVersion: 'client.authentication.k8s.io/v1',
-        kind: 'ExecCredential',
-        status: { token: reader.token },
-      })}'\n`,
-      { mode: 0o755 },
-    );
-    const file = writeKubeconfig(dir, {
-      exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin },
-    });
+    const reader = await identityWithRules('exec-reader');
+    const file = execPluginKubeconfig(tempDir('client-exec-'), `echo '${execCredentialJson(reader.token)}'`);
     const { createKubeClient } = await import('../../src/kube/client.ts');
     const scope = await kubeconfigScope(file);
     expect(scope.credentials.value.kind).toBe('exec');
@@ -388,26 +376,17 @@ describe('a kubeconfig whose user runs an exec credential plugin', () => {
 
 describe('a kubeconfig exec plugin whose token the API refuses', () => {
   it('is run again for the next request, as client-go runs it again after a 401', async () => {
-    const reader = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'exec-refreshed',
-      rules,
-    });
+    const reader = await identityWithRules('exec-refreshed');
     const dir = tempDir('client-exec-401-');
     // The plugin gives no expiry, so its credential would be kept for the process's life, and
     // it hands out whatever token is in token.txt: first one the API does not know.
     const tokenFile = path.join(dir, 'token.txt');
     const runs = path.join(dir, 'runs');
     fs.writeFileSync(tokenFile, 'not-a-token-the-api-knows');
-    const plugin = path.join(dir, 'plugin.sh');
-    fs.writeFileSync(
-      plugin,
-      `#!/bin/sh\necho run >> ${runs}\nprintf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$(cat ${tokenFile})"\n`,
-      { mode: 0o755 },
+    const file = execPluginKubeconfig(
+      dir,
+      `echo run >> ${runs}\nprintf '${execCredentialJson('%s')}' "$(cat ${tokenFile})"`,
     );
-    const file = writeKubeconfig(dir, {
-      exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin },
-    });
     const { createKubeClient } = await import('../../src/kube/client.ts');
     const client = createKubeClient(await kubeconfigScope(file));
     // Two refused at once: the plugin ran once for both, and runs once more after them.
@@ -426,27 +405,15 @@ describe('a kubeconfig exec plugin whose token the API refuses', () => {
 
 describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo)', () => {
   it('is told the server and its CA in KUBERNETES_EXEC_INFO, as client-go tells it; one that does not ask is not', async () => {
-    const reader = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'exec-cluster-info',
-      rules,
-    });
+    const reader = await identityWithRules('exec-cluster-info');
     const infoOf = async (provideClusterInfo: boolean) => {
       const dir = tempDir('client-exec-info-');
       const info = path.join(dir, 'exec-info.json');
-      const plugin = path.join(dir, 'plugin.sh');
-      fs.writeFileSync(
-        plugin,
-        `#!/bin/sh\nprintf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\necho '${JSON.stringify({
-          apiVersion: 'client.authentication.k8s.io/v1',
-          kind: 'ExecCredential',
-          status: { token: reader.token },
-        })}'\n`,
-        { mode: 0o755 },
+      const file = execPluginKubeconfig(
+        dir,
+        `printf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\necho '${execCredentialJson(reader.token)}'`,
+        { provideClusterInfo },
       );
-      const file = writeKubeconfig(dir, {
-        exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo },
-      });
       const { createKubeClient } = await import('../../src/kube/client.ts');
       expect((await readConfigMap(createKubeClient(await kubeconfigScope(file)))).data).toEqual({ k: 'v' });
       return JSON.parse(fs.readFileSync(info, 'utf8')) as {
@@ -466,11 +433,7 @@ describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo
 
 describe("a kubeconfig cluster's proxy-url", () => {
   it('carries every request and watch through the proxy (HTTP CONNECT), over HTTP/1.1', async () => {
-    const reader = await createServiceAccountIdentity(ns.admin, {
-      namespace: ns.name,
-      name: 'proxied-reader',
-      rules,
-    });
+    const reader = await identityWithRules('proxied-reader');
     // An HTTP CONNECT proxy on loopback: it records where each tunnel goes, then relays bytes.
     const tunnels: string[] = [];
     const proxy = http.createServer((_q, s) => s.writeHead(405).end());
