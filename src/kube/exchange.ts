@@ -12,6 +12,8 @@
 //  - connectionAnswers: whether the connection under it still answers (an HTTP/2 ping), so a
 //    silent stream is quiet rather than cut off; over HTTP/1.1 nothing but the stream itself
 //    could tell, so always false;
+//  - connectionLeaving: the connection under it was sent away (an HTTP/2 GOAWAY): its streams
+//    may finish, but it answers no ping, and new ones go over the next connection;
 //  - destroy: ends it now, with the error given (or quietly); with an error, on HTTP/2, the
 //    connection under it is checked too (http2-session.ts);
 //  - end: sends the request, with its body if any.
@@ -38,6 +40,7 @@ export interface Exchange {
   onError(listener: (error: Error) => void): void;
   onSilence(ms: number, listener: () => void): void;
   connectionAnswers(): Promise<boolean>;
+  connectionLeaving(): boolean;
   destroy(error?: Error): void;
   end(payload?: Buffer): void;
 }
@@ -55,6 +58,7 @@ export function http1Exchange(request: http.ClientRequest): Exchange {
     onError: (listener) => request.on('error', listener),
     onSilence: (ms, listener) => request.setTimeout(ms, listener),
     connectionAnswers: () => Promise.resolve(false),
+    connectionLeaving: () => false,
     destroy: (error) => request.destroy(error),
     end: (payload) => request.end(payload),
   };
@@ -63,12 +67,14 @@ export function http1Exchange(request: http.ClientRequest): Exchange {
 /**
  * `release` is called once, when the stream has closed (the session counts its open streams);
  * `probe` pings the session: when the stream's user gives up on it (no answer in time), which
- * may be the whole connection's fault, and when it asks whether the connection still answers.
+ * may be the whole connection's fault, and when it asks whether the connection still answers;
+ * `leaving` says whether the session was sent away.
  */
 export function http2Exchange(
   stream: http2.ClientHttp2Stream,
   release: () => void,
   probe: () => Promise<boolean>,
+  leaving: () => boolean,
 ): Exchange {
   let ended = false;
   let destroyed = false;
@@ -106,6 +112,7 @@ export function http2Exchange(
     onError: (listener) => errorListeners.push(listener),
     onSilence: (ms, listener) => stream.setTimeout(ms, listener),
     connectionAnswers: probe,
+    connectionLeaving: leaving,
     destroy: (error) => {
       destroyed = true;
       // A stream destroyed with an error says so once through 'error'; one destroyed quietly
@@ -148,6 +155,7 @@ export function pendingExchange(carrier: Promise<Exchange>): Exchange {
     onError: (listener) => (ready ? ready.onError(listener) : errorListeners.push(listener)),
     onSilence: (ms, listener) => when((e) => e.onSilence(ms, listener)),
     connectionAnswers: () => (ready ? ready.connectionAnswers() : Promise.resolve(false)),
+    connectionLeaving: () => ready?.connectionLeaving() ?? false,
     destroy: (error) => {
       if (ready) {
         ready.destroy(error);

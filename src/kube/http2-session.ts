@@ -148,6 +148,8 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
         if (left === 0 && !s.destroyed) s.unref();
       },
       () => probe(s),
+      // Sent away (4) or closing: Node answers no ping on it any more.
+      () => s.closed,
     );
   }
 

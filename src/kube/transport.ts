@@ -30,8 +30,11 @@
 // A watch is a request whose answer is a stream of events, ended by the server after the
 // `timeoutSeconds` asked of it. It may carry nothing for minutes (below), so its silence is
 // judged, step by step:
-//  (4) silent for `inactivityMs`: ask whether the connection under it still answers (an HTTP/2
-//      ping; over HTTP/1.1 nothing but the stream could tell);
+//  (4) silent for `inactivityMs`: on a connection the server sent away (GOAWAY; a read on it
+//      may have been the cause, as with --goaway-chance), end the watch cleanly: its caller
+//      resumes it from the last version over the next connection, which loses nothing, where
+//      a ping would find no answer. Otherwise ask whether the connection under it still
+//      answers (an HTTP/2 ping; over HTTP/1.1 nothing but the stream could tell);
 //  (5) it answers, and the server's end is still ahead: the stream is quiet, not cut off; keep
 //      it, and ask again at the next silence;
 //  (6) otherwise the watch failed: no answer (the session is then destroyed with its streams),
@@ -354,6 +357,11 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
       stopping?.addEventListener('abort', onAbort, { once: true });
       // (4) The idle timer restarts with every byte, so this fires only on real silence.
       const onSilent = () => {
+        if (exchange.connectionLeaving()) {
+          exchange.destroy();
+          finish();
+          return;
+        }
         void exchange.connectionAnswers().then((answered) => {
           if (settled) return;
           const endAhead = performance.now() < serverEndsAt;

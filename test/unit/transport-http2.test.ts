@@ -238,6 +238,32 @@ describe('the transport over HTTP/2', () => {
     expect(served.connections()).toBe(1);
   });
 
+  it('ends a quiet watch on a connection the server sent away cleanly, to be resumed, not failed', async () => {
+    // A read makes the server send the connection away (GOAWAY), as --goaway-chance does. The
+    // watch already on it may run on, but Node answers no ping there: at its first silence it
+    // ends cleanly (its caller resumes it from the last version over the next connection),
+    // before the server's own end at 1.5 s.
+    const served = await serve('h2', (request, response) => {
+      if (request.url?.includes('watch=true')) return quietWatch(1500)(request, response);
+      response.stream.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, response.stream.id);
+      json(response, 200, {});
+    });
+    const transport = createTransport(async () => served.connection);
+    const events: unknown[] = [];
+    const watching = outcome(
+      transport.watch(
+        { path: '/w', query: { timeoutSeconds: 2 }, signal: new AbortController().signal, inactivityMs: 200 },
+        (e) => events.push(e),
+      ),
+    );
+    await waitFor(() => (events.length > 0 ? true : undefined), { what: 'the watch under way' });
+    const sentAway = performance.now();
+    await transport.request({ path: '/sent-away' });
+    expect(await watching).toBe('clean end');
+    expect(performance.now() - sentAway).toBeLessThan(1200);
+    expect(events).toHaveLength(1);
+  });
+
   it('fails a quiet watch the server does not end by the end it was asked for', async () => {
     const served = await serve('h2', quietWatch());
     const transport = createTransport(async () => served.connection);
