@@ -44,6 +44,11 @@ export interface Http2Slot {
   close(): void;
 }
 
+/** A session new streams can start on: not sent away or closing (closed), not destroyed. */
+function isOpen(s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2Session {
+  return s !== undefined && !(s.closed || s.destroyed);
+}
+
 export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: number): Http2Slot {
   const host = server.hostname.replace(/^\[|\]$/g, '');
   const port = Number(server.port || 443);
@@ -157,7 +162,7 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   // answer. `true`: the server answered; `false`: it did not in time, or failed, and the
   // session is destroyed with its streams.
   function probe(s: http2.ClientHttp2Session): Promise<boolean> {
-    if (s.closed || s.destroyed) return Promise.resolve(false);
+    if (!isOpen(s)) return Promise.resolve(false);
     const out = pinging.get(s);
     if (out) return out;
     const answer = new Promise<boolean>((resolve) => {
@@ -191,7 +196,7 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   /** The session to use now: a current one that closed since it was picked is replaced first. */
   async function usable(): Promise<http2.ClientHttp2Session | 'http1'> {
     const s = await current();
-    if (s === 'http1' || !(s.closed || s.destroyed)) return s;
+    if (s === 'http1' || isOpen(s)) return s;
     forget(s);
     return current();
   }
@@ -199,13 +204,13 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   return {
     exchange(method, path, headers, http1) {
       // The usual case, a session open: its stream at once, not after a promise's turn.
-      if (live && !(live.closed || live.destroyed)) return stream(live, method, path, headers);
+      if (isOpen(live)) return stream(live, method, path, headers);
       if (overHttp1) return http1();
       return pendingExchange(
         usable().then((s) => (s === 'http1' ? http1() : stream(s, method, path, headers))),
       );
     },
-    speaksHttp2: () => live !== undefined && !(live.closed || live.destroyed),
+    speaksHttp2: () => isOpen(live),
     // (6)
     close() {
       const last = session;
