@@ -101,11 +101,16 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
     }
   });
   const metricsText = async () => (await fetch(`http://127.0.0.1:${agentPort}/metrics`)).text();
-  const nonWatch = (text: string) =>
-    Object.entries(apiRequestsByVerb(text))
-      .filter(([verb]) => verb !== 'watch')
-      .reduce((n, [, count]) => n + count, 0);
-  const watches = (text: string) => apiRequestsByVerb(text).watch ?? 0;
+  /** The agent's API requests so far: watch requests, and all the others. */
+  const requestsOf = async () => {
+    const byVerb = apiRequestsByVerb(await metricsText());
+    return {
+      watches: byVerb.watch ?? 0,
+      others: Object.entries(byVerb)
+        .filter(([verb]) => verb !== 'watch')
+        .reduce((n, [, count]) => n + count, 0),
+    };
+  };
 
   await waitFor(() => lines.find((l) => l.line.state === 'InSync'), { what: 'the agent InSync' });
   if (only('idle')) {
@@ -161,9 +166,7 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
     // The agent's API requests are read from its /metrics before the window's CPU and after
     // it: a scrape is work, not idleness (the bare node is never scraped), and its own cost
     // has a row of its own below.
-    const textBefore = await metricsText();
-    const requestsBefore = nonWatch(textBefore);
-    const watchesBefore = watches(textBefore);
+    const requestsBefore = await requestsOf();
     const before = {
       agent: cpuSeconds(agent.pid as number),
       bare: cpuSeconds(bare.pid as number),
@@ -178,9 +181,7 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
       agent: cpuSeconds(agent.pid as number),
       bare: cpuSeconds(bare.pid as number),
     };
-    const textAfter = await metricsText();
-    const requestsAfter = nonWatch(textAfter);
-    const watchesAfter = watches(textAfter);
+    const requestsAfter = await requestsOf();
     const agentRss = processMemory(agent.pid as number);
     const bareRss = processMemory(bare.pid as number);
     const offClusterRss = processMemory(offCluster.pid as number).total;
@@ -241,7 +242,8 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
       target: '(report)',
       ok: true,
     });
-    const perHour = ((requestsAfter - requestsBefore) * 3600) / idleSeconds;
+    const perHour = ((requestsAfter.others - requestsBefore.others) * 3600) / idleSeconds;
+    const watchesInWindow = requestsAfter.watches - requestsBefore.watches;
     // With a Pod, the heartbeat adds its status write (one patch) every --heartbeat (15 m): 4 an
     // hour.
     rows.push({
@@ -257,9 +259,9 @@ export async function idleRows({ core, plane, namespace, layout, agentArgs }: Pr
     // may hold none; BENCH_IDLE_SECONDS=600 or more gives a figure.
     rows.push({
       what: `watch requests in the idle window (${idleSeconds}s), one source`,
-      ours: `${watchesAfter - watchesBefore}`,
+      ours: `${watchesInWindow}`,
       baseline: '-',
-      relation: `${fmt(((watchesAfter - watchesBefore) * 3600) / idleSeconds, 0)} / h`,
+      relation: `${fmt((watchesInWindow * 3600) / idleSeconds, 0)} / h`,
       target: '(report)',
       ok: true,
     });

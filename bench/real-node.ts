@@ -190,19 +190,24 @@ export async function onRealNode(): Promise<void> {
         Object.entries(of(watchesAfter[i] ?? '')).map(([k, n]) => [k, n - (before[k] ?? 0)]),
       );
     };
-    const watchRows = metricsUrls.map((_, i) => {
-      const restarts = Object.entries(inWindow(watchRestartsByReason, i))
-        .filter(([, n]) => n > 0)
-        .map(([reason, n]) => `${reason} ${n}`);
-      return `${inWindow(apiRequestsByVerb, i).watch ?? 0} (${restarts.join(', ') || 'no restarts'})`;
-    });
+    const watched = metricsUrls.map((_, i) => ({
+      watches: inWindow(apiRequestsByVerb, i).watch ?? 0,
+      restarts: inWindow(watchRestartsByReason, i),
+    }));
     rows.push({
       what: `real node: watch requests per agent in the ${Math.round(elapsed)} s idle window (restarts)`,
-      ours: watchRows.join('; '),
+      ours: watched
+        .map(({ watches, restarts }) => {
+          const seen = Object.entries(restarts)
+            .filter(([, n]) => n > 0)
+            .map(([reason, n]) => `${reason} ${n}`);
+          return `${watches} (${seen.join(', ') || 'no restarts'})`;
+        })
+        .join('; '),
       baseline: '-',
       relation: '-',
       target: 'no error restarts',
-      ok: metricsUrls.every((_, i) => (inWindow(watchRestartsByReason, i).error ?? 0) === 0),
+      ok: watched.every(({ restarts }) => (restarts.error ?? 0) === 0),
     });
     rows.push({
       what: 'real node: ConfigMap change -> files (kubelet, Watch, syncFrequency 1s), p50 / p99',

@@ -60,22 +60,24 @@ export function passesRow(what: string, passes: number, updates: number): Row {
   return { what, ours: fmt(passes / updates, 2), baseline: '', relation: '', target: '(report)', ok: true };
 }
 
-/** The agent's config_sync_api_requests_total by verb, from the text of its /metrics. */
-export function apiRequestsByVerb(metrics: string): Record<string, number> {
-  const byVerb: Record<string, number> = {};
-  for (const [, verb, n] of metrics.matchAll(/^config_sync_api_requests_total\{verb="(\w+)"\} (\S+)$/gm))
-    if (verb) byVerb[verb] = Number(n);
-  return byVerb;
-}
-/** The agent's API watch restarts so far, by reason (`closed`, `error`, `gone`, `resync`), all sources. */
-export function watchRestartsByReason(metrics: string): Record<string, number> {
-  const byReason: Record<string, number> = {};
-  for (const [, reason, n] of metrics.matchAll(
-    /^config_sync_api_watch_restarts_total\{[^}]*reason="(\w+)"[^}]*\} (\S+)$/gm,
+/**
+ * A counter of the agent's /metrics summed by one of its labels, over its other labels: each
+ * sample line `name{...label="value"...} n`.
+ */
+function counterBy(metrics: string, name: string, label: string): Record<string, number> {
+  const sums: Record<string, number> = {};
+  for (const [, value, n] of metrics.matchAll(
+    new RegExp(`^${name}\\{[^}]*\\b${label}="(\\w+)"[^}]*\\} (\\S+)$`, 'gm'),
   ))
-    if (reason) byReason[reason] = (byReason[reason] ?? 0) + Number(n);
-  return byReason;
+    if (value) sums[value] = (sums[value] ?? 0) + Number(n);
+  return sums;
 }
+/** The agent's API requests so far, by verb (`get`, `list`, `watch`, `patch`, ...). */
+export const apiRequestsByVerb = (metrics: string) =>
+  counterBy(metrics, 'config_sync_api_requests_total', 'verb');
+/** The agent's API watch restarts so far, by reason (`closed`, `error`, `gone`, `resync`), all sources. */
+export const watchRestartsByReason = (metrics: string) =>
+  counterBy(metrics, 'config_sync_api_watch_restarts_total', 'reason');
 export async function ready(port: number): Promise<void> {
   await waitFor(
     async () => {
