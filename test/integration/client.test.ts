@@ -25,6 +25,21 @@ const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'lis
 const identityWithRules = (name: string) =>
   createServiceAccountIdentity(ns.admin, { namespace: ns.name, name, rules });
 
+/** Watches app-config until the server ends the watch, and gives the events' types. */
+async function watchAppConfigToItsEnd(client: KubeClient, timeoutSeconds: number, inactivityMs: number) {
+  const events: string[] = [];
+  await client.watch(
+    {
+      target: { resource: 'configmaps', namespace: ns.name },
+      query: { fieldSelector: 'metadata.name=app-config', timeoutSeconds },
+      signal: new AbortController().signal,
+      inactivityMs,
+    },
+    ({ type }) => events.push(type),
+  );
+  return events;
+}
+
 const readConfigMap = (client: KubeClient) =>
   client.get<V1ConfigMap>({ resource: 'configmaps', namespace: ns.name, name: 'app-config' });
 
@@ -258,20 +273,10 @@ describe('a quiet watch', () => {
     const client = await createKubeClientWithToken(fresh.token);
     await readConfigMap(client);
     expect(client.keepsQuietWatches()).toBe(true);
-    const events: string[] = [];
     const started = performance.now();
     // Nothing changes app-config meanwhile: after its ADDED the watch carries nothing, silent
     // three times over its 1 s limit before the server ends it at 4 s.
-    await client.watch(
-      {
-        target: { resource: 'configmaps', namespace: ns.name },
-        query: { fieldSelector: 'metadata.name=app-config', timeoutSeconds: 4 },
-        signal: new AbortController().signal,
-        inactivityMs: 1000,
-      },
-      ({ type }) => events.push(type),
-    );
-    expect(events).toEqual(['ADDED']);
+    expect(await watchAppConfigToItsEnd(client, 4, 1000)).toEqual(['ADDED']);
     expect(performance.now() - started).toBeGreaterThanOrEqual(3500);
   });
 });
@@ -459,17 +464,7 @@ describe("a kubeconfig cluster's proxy-url", () => {
       const { createKubeClient } = await import('../../src/kube/client.ts');
       const client = createKubeClient(await kubeconfigScope(file));
       expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
-      const events: string[] = [];
-      await client.watch(
-        {
-          target: { resource: 'configmaps', namespace: ns.name },
-          query: { fieldSelector: 'metadata.name=app-config', timeoutSeconds: 1 },
-          signal: new AbortController().signal,
-          inactivityMs: 30_000,
-        },
-        ({ type }) => events.push(type),
-      );
-      expect(events).toEqual(['ADDED']);
+      expect(await watchAppConfigToItsEnd(client, 1, 30_000)).toEqual(['ADDED']);
       const apiServer = new URL(controlPlane().server);
       expect(tunnels.length).toBeGreaterThanOrEqual(2);
       expect(new Set(tunnels)).toEqual(new Set([`${apiServer.hostname}:${apiServer.port}`]));
