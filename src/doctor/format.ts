@@ -56,6 +56,7 @@ export function formatText(
     out.push(
       `  credentials  ${c.kind}${c.tokenFile ? ` ${c.tokenFile}` : ''}   from ${scope.credentials.source}`,
     );
+    if (scope.proxy) out.push(`  proxy        ${scope.proxy.shown}   from ${scope.proxy.source}`);
     for (const d of scope.disagreements) out.push(`  ! ${d.message}`);
     out.push('');
   }

@@ -4,6 +4,7 @@
 // Only the API's Status `reason`/`message` are used, never a raw response body: no object
 // content, and so no ConfigMap or Secret value, can reach a log or a terminal through an error.
 import { ConfigSyncError } from '../errors.ts';
+import { ProxyTunnelError } from './proxy-tunnel.ts';
 import type { Scope } from './scope.ts';
 
 export interface ApiRequest {
@@ -143,6 +144,18 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
       },
     );
   }
+  if (error instanceof ProxyTunnelError) {
+    const fix = error.proxySource.startsWith('kubeconfig')
+      ? `check the proxy, or the ${error.proxySource}`
+      : `check the proxy, or add ${new URL(server).hostname} to NO_PROXY to go straight to the server, as kubectl would`;
+    const through = `the proxy ${error.proxy} (from ${error.proxySource})`;
+    const message = `cannot reach the API server at ${server} through ${through} to ${what}: ${error.reason}`;
+    return new ConfigSyncError('CS_API_PROXY', 'api', message, {
+      hint: `the proxy came from ${error.proxySource}; ${fix}`,
+      details: { ...details, proxy: error.proxy, proxySource: error.proxySource, network: error.code },
+      cause: error,
+    });
+  }
   const net = networkCode(error);
   if (net && NETWORK_CODES.has(net)) {
     return new ConfigSyncError(
@@ -150,7 +163,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
       'api',
       `cannot reach the API server at ${server} (${net}) to ${what}`,
       {
-        hint: `the server came from ${scope.cluster.source}; check that it is right and reachable`,
+        hint: `the server came from ${scope.cluster.source}${scope.proxy ? `, reached through the proxy ${scope.proxy.shown} from ${scope.proxy.source}` : ''}; check that it is right and reachable`,
         details: { ...details, network: net },
         cause: error,
       },

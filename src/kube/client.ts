@@ -82,7 +82,10 @@ function requestOf(verb: string, target: ResourceRef | NonResourcePath, query?: 
 }
 
 export function createKubeClient(scope: Scope, options: TransportOptions = {}): KubeClient {
-  const transport: Transport = createTransport(connectionFor(scope), options);
+  const transport: Transport = createTransport(connectionFor(scope), {
+    ...options,
+    ...(scope.proxy ? { proxy: scope.proxy } : {}),
+  });
   const explained = async <T>(request: ApiRequest, call: () => Promise<T>): Promise<T> => {
     try {
       return await call();

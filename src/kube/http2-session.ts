@@ -9,7 +9,9 @@
 //
 // The session, step by step:
 //  (1) on first use, a TLS connection offering h2 and http/1.1 (ALPN) with the identity's
-//      material, within the connect timeout;
+//      material, within the connect timeout; through a proxy (proxy.ts), over the tunnel
+//      proxy-tunnel.ts opens to the server, so the proxy carries one connection, not one per
+//      request, and pings go end to end;
 //  (2) the server chose h2: an HTTP/2 session over that socket; it chose HTTP/1.1 (a proxy or
 //      load balancer in front of the API server that does not speak h2): the slot answers
 //      'http1' from then on and the transport uses its keep-alive pool;
@@ -31,6 +33,8 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { definedOnly } from './defined-only.ts';
 import { type Exchange, http2Exchange, pendingExchange } from './exchange.ts';
+import { hostOf, type ProxyRoute } from './proxy.ts';
+import { openTunnel } from './proxy-tunnel.ts';
 import type { TlsIdentity } from './transport.ts';
 
 /** How long a session suspected of being dead (5) has to answer a ping; at most the request timeout. */
@@ -49,8 +53,13 @@ function isOpen(s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2
   return s !== undefined && !(s.closed || s.destroyed);
 }
 
-export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: number): Http2Slot {
-  const host = server.hostname.replace(/^\[|\]$/g, '');
+export function http2Slot(
+  server: URL,
+  identity: TlsIdentity,
+  connectTimeoutMs: number,
+  proxy?: ProxyRoute,
+): Http2Slot {
+  const host = hostOf(server);
   const port = Number(server.port || 443);
   /** The current session, or its connection being made; `live` is what it came to. */
   let session: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
@@ -64,11 +73,13 @@ export function http2Slot(server: URL, identity: TlsIdentity, connectTimeoutMs: 
   const pingTimeoutMs = Math.min(PING_TIMEOUT_MS, connectTimeoutMs);
 
   // (1), (2)
-  function connect(): Promise<http2.ClientHttp2Session | 'http1'> {
+  async function connect(): Promise<http2.ClientHttp2Session | 'http1'> {
+    const tunnel = proxy ? await openTunnel(proxy, host, port, connectTimeoutMs, identity.ca) : undefined;
     return new Promise((resolve, reject) => {
       const socket = tls.connect({
         host,
         port,
+        ...(tunnel ? { socket: tunnel } : {}),
         ALPNProtocols: ['h2', 'http/1.1'],
         ...(isIP(host) ? {} : { servername: host }),
         ...definedOnly(identity),

@@ -83,6 +83,12 @@ export function kubeconfigConnection(files: readonly string[], context: string):
       ? execCredentialSource(exec, userName, exec.provideClusterInfo ? execCluster(cluster) : undefined)
       : undefined;
   if (exec && current) kc.users = kc.users.map((u) => (u === current ? { ...u, exec: undefined } : u));
+  // The proxy-url is the scope's (proxy.ts) and the transport tunnels through it itself:
+  // client-node would build a proxy agent of its own on every request.
+  if (cluster.proxyUrl) {
+    const { proxyUrl: _tunnelledByTheTransport, ...direct } = cluster;
+    kc.clusters = kc.clusters.map((c) => (c === cluster ? direct : c));
+  }
   const tokenFilePath = userName && !current?.token ? tokenFileOf(files, userName) : undefined;
   const tokenFile = tokenFilePath ? new RotatingFile(tokenFilePath) : undefined;
   return async (): Promise<Connection> => {
@@ -114,7 +120,6 @@ export function kubeconfigConnection(files: readonly string[], context: string):
         rejectUnauthorized: options.rejectUnauthorized,
         servername: options.servername,
       },
-      ...(cluster.proxyUrl ? { proxyAgent: options.agent as https.Agent } : {}),
       ...(execCredential && fromPlugin
         ? { credentialsRefused: () => execCredential.refused(fromPlugin) }
         : {}),

@@ -35,7 +35,8 @@ export function loadKubeconfig(files: readonly string[], isList: boolean): Loade
     for (const c of kc.getContexts()) {
       view.contexts[c.name] ??= { cluster: c.cluster, user: c.user, namespace: c.namespace || undefined };
     }
-    for (const c of kc.getClusters()) view.clusters[c.name] ??= { server: c.server };
+    for (const c of kc.getClusters())
+      view.clusters[c.name] ??= { server: c.server, ...(c.proxyUrl ? { proxyUrl: c.proxyUrl } : {}) };
     const withTokenFile = tokenFiles(file);
     for (const u of kc.getUsers())
       view.users[u.name] ??= { credentials: credentialKind(u, withTokenFile.has(u.name)) };

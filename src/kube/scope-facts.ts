@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { definedOnly } from './defined-only.ts';
+import { PROXY_ENV_NAMES } from './proxy.ts';
 import type { LoadedKubeconfig, ScopeFacts, Sourced } from './scope.ts';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -45,6 +46,7 @@ export async function gatherScopeFacts(
       POD_NAMESPACE: env.POD_NAMESPACE,
       KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST,
       KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT,
+      ...Object.fromEntries(PROXY_ENV_NAMES.map((name) => [name, env[name]])),
     }),
     serviceAccount: {
       dir: serviceAccountDir,

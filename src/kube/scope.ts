@@ -10,8 +10,11 @@
 // Precedence (README "Permissions and scope"):
 //   cluster:   --kubeconfig > KUBECONFIG > in-cluster > ~/.kube/config   (--context picks a context)
 //   namespace: --namespace > POD_NAMESPACE > service-account namespace file > context namespace
+//   proxy:     the kubeconfig cluster's proxy-url > HTTPS_PROXY (HTTP_PROXY for an http server)
+//              unless NO_PROXY names the server, as client-go (proxy.ts)
 import { ConfigSyncError } from '../errors.ts';
 import { isNamespaceName } from './names.ts';
+import { type ProxyEnv, type ProxyRoute, resolveProxy } from './proxy.ts';
 
 /** A value and where it came from, in words a person can act on. */
 export interface Sourced<T> {
@@ -37,6 +40,7 @@ export interface KubeconfigContext {
 
 export interface KubeconfigCluster {
   readonly server: string;
+  readonly proxyUrl?: string;
 }
 
 export interface KubeconfigUser {
@@ -64,7 +68,7 @@ export interface ScopeFacts {
     readonly context?: Sourced<string>;
     readonly namespace?: Sourced<string>;
   };
-  readonly env: {
+  readonly env: ProxyEnv & {
     readonly KUBECONFIG?: string;
     readonly POD_NAMESPACE?: string;
     readonly KUBERNETES_SERVICE_HOST?: string;
@@ -121,6 +125,8 @@ export interface Scope {
   readonly namespace: Sourced<string> | undefined;
   readonly credentials: Sourced<Credentials>;
   readonly disagreements: readonly Disagreement[];
+  /** The proxy every connection to the API server goes through, if any, and where it came from. */
+  readonly proxy?: ProxyRoute;
 }
 
 /** Who is resolving: the agent in a pod is strict about its own namespace; a person is not. */
@@ -348,6 +354,19 @@ function resolveNamespace(
   return { namespace: chosen, disagreements };
 }
 
+// --- proxy --------------------------------------------------------------------------------------
+
+/** The kubeconfig cluster's proxy-url, and where it was read. */
+function kubeconfigProxy(
+  cluster: ClusterSource,
+  view: KubeconfigView | undefined,
+): { value: string; source: string } | undefined {
+  if (cluster.kind !== 'kubeconfig') return undefined;
+  const name = view?.contexts[cluster.context]?.cluster;
+  const proxyUrl = name === undefined ? undefined : view?.clusters[name]?.proxyUrl;
+  return proxyUrl ? { value: proxyUrl, source: `kubeconfig cluster "${name}" proxy-url` } : undefined;
+}
+
 // --- the whole scope ----------------------------------------------------------------------------
 
 /**
@@ -358,7 +377,8 @@ export function resolveScope(facts: ScopeFacts, purpose: ScopePurpose): Scope {
   const { cluster, view } = resolveCluster(facts);
   const credentials = resolveCredentials(cluster.value, view);
   const { namespace, disagreements } = resolveNamespace(facts, cluster.value, view, purpose);
-  const scope: Scope = { cluster, namespace, credentials, disagreements };
+  const proxy = resolveProxy(cluster.value.server, kubeconfigProxy(cluster.value, view), facts.env);
+  const scope: Scope = { cluster, namespace, credentials, disagreements, ...(proxy ? { proxy } : {}) };
   if (purpose === 'agent') {
     requireNamespace(scope);
     const fatal = disagreements.find((d) => d.severity === 'error');

@@ -1,7 +1,8 @@
 // The HTTP transport to the Kubernetes API: JSON requests and watch streams, over one HTTP/2
 // connection per TLS identity (http2-session.ts), as client-go does, or over HTTP/1.1 with a
-// keep-alive pool where HTTP/2 is not spoken (an `http:` server, a kubeconfig's proxy, a server
-// or proxy in front of it that does not offer h2).
+// keep-alive pool where HTTP/2 is not spoken (an `http:` server, a server or proxy in front of
+// it that does not offer h2). Through a proxy (HTTPS_PROXY, a kubeconfig's proxy-url: proxy.ts)
+// both go over tunnels to the server (proxy-tunnel.ts).
 //
 // Why not client-node's transport: it is undici plus every generated model, which ObjectSerializer
 // keeps alive, and together they cost more resident memory than the whole rest of the agent
@@ -45,11 +46,14 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
+import tls from 'node:tls';
 import { definedOnly } from './defined-only.ts';
 import { type Exchange, http1Exchange, NotProcessedError } from './exchange.ts';
 import { type Http2Slot, http2Slot } from './http2-session.ts';
 import { ndjsonLines } from './ndjson-lines.ts';
+import { hostOf, type ProxyRoute, portOf } from './proxy.ts';
+import { openTunnel } from './proxy-tunnel.ts';
 
 /** TLS material of one identity; Buffers or PEM strings as node:tls takes them. */
 export interface TlsIdentity {
@@ -68,8 +72,6 @@ export interface Connection {
   /** Authorization and impersonation headers. */
   readonly headers: Readonly<Record<string, string>>;
   readonly tls: TlsIdentity;
-  /** A kubeconfig cluster's proxy (`proxy-url`): the agent client-node made for it, used as is. */
-  readonly proxyAgent?: http.Agent | undefined;
   /**
    * The API answered 401 to a request sent with this connection's credentials: a source that
    * can get new ones (an exec plugin) gets them for the next request.
@@ -127,6 +129,8 @@ export interface TransportOptions {
    * fail at once, so a SIGTERM never waits on a stalled API server.
    */
   readonly signal?: AbortSignal;
+  /** The proxy every connection goes through (the scope's: proxy.ts), if any. */
+  readonly proxy?: ProxyRoute | undefined;
 }
 
 /** A request refused or cut short because the process is stopping. */
@@ -207,7 +211,7 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
   /**
    * The connections of the identity last picked (server and TLS material as given): its HTTP/2
    * session (http2-session.ts), and the keep-alive pool for HTTP/1.1, used where the server did
-   * not choose h2, for `http:` servers and through a kubeconfig's proxy.
+   * not choose h2 and for `http:` servers.
    */
   let pool: { key: string; agent: http.Agent; slot?: Http2Slot; server: URL; tls: TlsIdentity } | undefined;
 
@@ -223,11 +227,8 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
       pool = { ...last, server, tls };
       return pool;
     }
-    const agent =
-      server.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000 })
-        : new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, ...definedOnly(tls) });
-    const slot = server.protocol === 'https:' ? http2Slot(server, tls, timeoutMs) : undefined;
+    const agent = keepAliveAgent(server, tls, settings.proxy, timeoutMs);
+    const slot = server.protocol === 'https:' ? http2Slot(server, tls, timeoutMs, settings.proxy) : undefined;
     pool = { key, agent, server, tls, ...(slot ? { slot } : {}) };
     if (last) {
       retire(last.agent);
@@ -253,19 +254,16 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
       return http1Exchange(
         send({
           protocol: connection.server.protocol,
-          hostname: connection.server.hostname.replace(/^\[|\]$/g, ''),
+          hostname: hostOf(connection.server),
           port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
           path: fullPath,
           method,
           agent,
           headers: allHeaders,
-          ...(connection.proxyAgent ? definedOnly(connection.tls) : {}),
         }),
       );
     };
     const carry = (): Exchange => {
-      // Through a kubeconfig's proxy: its own agent, as client-node made it, and no pool of ours.
-      if (connection.proxyAgent) return overHttp1(connection.proxyAgent);
       const { agent, slot } = poolFor(connection);
       if (!slot) return overHttp1(agent);
       return slot.exchange(method, fullPath, allHeaders, () => overHttp1(agent));
@@ -431,6 +429,34 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
     watch: (options, onEvent) => resendingUnprocessed(() => watchOnce(options, onEvent)),
     keepsQuietWatches: () => pool?.slot?.speaksHttp2() ?? false,
   };
+}
+
+/**
+ * The HTTP/1.1 keep-alive pool for a server and identity; through a proxy, each of its sockets
+ * is a tunnel to the server (with TLS over it for an https server), opened within the request
+ * timeout. Node's Agent takes a socket made later through createConnection's callback.
+ */
+function keepAliveAgent(
+  server: URL,
+  identity: TlsIdentity,
+  proxy: ProxyRoute | undefined,
+  timeoutMs: number,
+) {
+  const options = { keepAlive: true, keepAliveMsecs: 30_000 };
+  const secure = server.protocol !== 'http:';
+  const agent = secure ? new https.Agent({ ...options, ...definedOnly(identity) }) : new http.Agent(options);
+  if (!proxy) return agent;
+  type Created = (error: Error | null, socket?: Duplex) => void;
+  Object.assign(agent, {
+    createConnection(connectOptions: tls.ConnectionOptions, created: Created): undefined {
+      openTunnel(proxy, hostOf(server), portOf(server), timeoutMs, identity.ca).then(
+        (tunnel) => created(null, secure ? tls.connect({ ...connectOptions, socket: tunnel }) : tunnel),
+        (error: Error) => created(error),
+      );
+      return undefined;
+    },
+  });
+  return agent;
 }
 
 /**

@@ -3,8 +3,6 @@
 // clients and leak no sockets or file descriptors (scenario S6).
 import dc from 'node:diagnostics_channel';
 import fs from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
@@ -17,6 +15,7 @@ import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterClient, rejection, useNamespace } from './support.ts';
+import { apiServerProxy, CLUSTER_NAME, refuseToResolveClusterName } from './support-proxy.ts';
 
 const ns = useNamespace('client');
 const rules = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'] }];
@@ -437,40 +436,105 @@ describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo
 });
 
 describe("a kubeconfig cluster's proxy-url", () => {
-  it('carries every request and watch through the proxy (HTTP CONNECT), over HTTP/1.1', async () => {
+  it('carries every request and watch through one tunnel (HTTP CONNECT), over HTTP/2', async () => {
     const reader = await identityWithRules('proxied-reader');
-    // An HTTP CONNECT proxy on loopback: it records where each tunnel goes, then relays bytes.
-    const tunnels: string[] = [];
-    const proxy = http.createServer((_q, s) => s.writeHead(405).end());
-    proxy.on('connect', (request: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-      tunnels.push(request.url ?? '');
-      const [host, port] = (request.url ?? '').split(':');
-      const upstream = net.connect(Number(port), host, () => {
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        upstream.write(head);
-        upstream.pipe(client).pipe(upstream);
-      });
-      upstream.on('error', () => client.destroy());
-      client.on('error', () => upstream.destroy());
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxy = await apiServerProxy();
     try {
-      const proxyPort = (proxy.address() as net.AddressInfo).port;
       const file = writeKubeconfig(
         tempDir('client-proxy-'),
         { token: reader.token },
-        { 'proxy-url': `http://127.0.0.1:${proxyPort}` },
+        { 'proxy-url': `http://127.0.0.1:${proxy.port}` },
       );
       const { createKubeClient } = await import('../../src/kube/client.ts');
       const client = createKubeClient(await kubeconfigScope(file));
-      expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
+      const reads = await Promise.all([1, 2, 3].map(() => readConfigMap(client)));
+      expect(reads.map((cm) => cm.data)).toEqual([{ k: 'v' }, { k: 'v' }, { k: 'v' }]);
       expect(await watchAppConfigToItsEnd(client, 1, 30_000)).toEqual(['ADDED']);
       const apiServer = new URL(controlPlane().server);
-      expect(tunnels.length).toBeGreaterThanOrEqual(2);
-      expect(new Set(tunnels)).toEqual(new Set([`${apiServer.hostname}:${apiServer.port}`]));
-      // Through the proxy the transport speaks HTTP/1.1: a quiet watch cannot be told from a
-      // dead one, so the agent asks the server to end its watches within a minute.
-      expect(client.keepsQuietWatches()).toBe(false);
+      // One tunnel for the reads and the watch: every one a stream of the HTTP/2 connection in it.
+      expect(proxy.tunnels).toEqual([`${apiServer.hostname}:${apiServer.port}`]);
+      // The tunnel is end to end: a ping is answered by the API server, so quiet watches are kept.
+      expect(client.keepsQuietWatches()).toBe(true);
+    } finally {
+      proxy.close();
+    }
+  });
+});
+
+describe('HTTPS_PROXY and NO_PROXY, as client-go reads them', () => {
+  refuseToResolveClusterName();
+  it('the agent in a Pod goes through HTTPS_PROXY to the kubernetes Service', async () => {
+    const proxy = await apiServerProxy();
+    try {
+      const { createKubeClient } = await import('../../src/kube/client.ts');
+      const { resolveScope } = await import('../../src/kube/scope.ts');
+      const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
+      const env = {
+        ...layout.env,
+        KUBERNETES_SERVICE_HOST: CLUSTER_NAME,
+        POD_NAMESPACE: ns.name,
+        HTTPS_PROXY: `http://127.0.0.1:${proxy.port}`,
+        NO_PROXY: 'localhost,127.0.0.1,.internal',
+      };
+      const scope = resolveScope(
+        await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env),
+        'agent',
+      );
+      expect(scope.proxy?.source).toBe('HTTPS_PROXY');
+      const client = createKubeClient(scope);
+      expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
+      expect(await watchAppConfigToItsEnd(client, 1, 30_000)).toEqual(['ADDED']);
+      expect(proxy.tunnels).toEqual([`${CLUSTER_NAME}:${controlPlane().port}`]);
+      expect(client.keepsQuietWatches()).toBe(true);
+
+      // NO_PROXY naming the Service: straight to it (not requested here: nothing resolves the name).
+      const facts = (more: Record<string, string>) =>
+        gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, { ...env, ...more });
+      expect(resolveScope(await facts({ NO_PROXY: `.svc` }), 'agent').proxy).toBeUndefined();
+      // A loopback server is never proxied, whatever NO_PROXY says: the proxy sees no new tunnel.
+      const loopback = resolveScope(await facts({ ...layout.env, NO_PROXY: '' }), 'agent');
+      expect(loopback.proxy).toBeUndefined();
+      expect((await readConfigMap(createKubeClient(loopback))).data).toEqual({ k: 'v' });
+      expect(proxy.tunnels).toHaveLength(1);
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('a proxy that refuses the tunnel is named in the error, with where it came from and the fix', async () => {
+    // A proxy that wants credentials it was not given.
+    const proxy = await apiServerProxy('407 Proxy Authentication Required');
+    try {
+      const port = proxy.port;
+      const { createKubeClient } = await import('../../src/kube/client.ts');
+      const { resolveScope } = await import('../../src/kube/scope.ts');
+      const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
+      const reader = await identityWithRules('refused-by-proxy');
+      const file = writeKubeconfig(
+        tempDir('client-proxy-env-'),
+        { token: reader.token },
+        {
+          server: `https://${CLUSTER_NAME}:${controlPlane().port}`,
+        },
+      );
+      const scope = resolveScope(
+        await gatherScopeFacts(
+          { kubeconfig: { value: file, source: '--kubeconfig' } },
+          { HTTPS_PROXY: `http://ops:pa55word@127.0.0.1:${port}` },
+        ),
+        'operator',
+      );
+      const error = (await readConfigMap(createKubeClient(scope)).catch(
+        (e: unknown) => e,
+      )) as ConfigSyncError;
+      expect(error.code).toBe('CS_API_PROXY');
+      expect(error.message).toContain(`through the proxy http://ops@127.0.0.1:${port} (from HTTPS_PROXY)`);
+      expect(error.message).toContain('407');
+      expect(error.message).toContain('get configmaps "app-config"');
+      expect(error.hint).toContain(`add ${CLUSTER_NAME} to NO_PROXY`);
+      expect(
+        JSON.stringify({ message: error.message, hint: error.hint, details: error.details }),
+      ).not.toContain('pa55word');
     } finally {
       proxy.close();
     }

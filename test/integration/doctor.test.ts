@@ -2,7 +2,7 @@
 // child process), in each of the scope issue's motivating scenarios. Each must give a one-line
 // diagnosis on the first line of output and the right exit code.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -16,6 +16,7 @@ import { layInClusterDir } from '../cluster/in-cluster.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, useNamespace } from './support.ts';
+import { apiServerProxy, CLUSTER_NAME, clusterNameGuardModule } from './support-proxy.ts';
 
 const ns = useNamespace('doctor');
 const SECRET_VALUE = 'hunter2-never-print-me';
@@ -180,6 +181,74 @@ describe('doctor in a well-configured pod', () => {
     expect(report.ok).toBe(true);
     expect(report.access.every((a) => a.allowed)).toBe(true);
     expect(report.scope.namespace).toEqual({ value: ns.name, source: 'POD_NAMESPACE' });
+  });
+});
+
+describe('doctor behind a proxy', () => {
+  // The proxy runs in this process: the CLI is run without blocking it (spawnSync would).
+  async function doctorThroughProxy(args: string[], env: Record<string, string>): Promise<Run> {
+    const home = fs.mkdtempSync(path.join(tmp, 'home-'));
+    const child = spawn(process.execPath, [bin, 'doctor', ...args], {
+      env: { PATH: process.env.PATH ?? '', HOME: home, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c;
+    });
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(`${stdout}${stderr}`).not.toContain(SECRET_VALUE);
+    return { status, stdout, stderr, first: stdout.split('\n')[0] ?? '' };
+  }
+
+  it('in a Pod with HTTPS_PROXY: goes through it to the Service, and shows where it came from, never the password', async () => {
+    const proxy = await apiServerProxy();
+    try {
+      const env = {
+        ...inPod(agent.token),
+        KUBERNETES_SERVICE_HOST: CLUSTER_NAME,
+        HTTPS_PROXY: `http://ops:pa55word@127.0.0.1:${proxy.port}`,
+        NO_PROXY: '10.0.0.0/8',
+        NODE_OPTIONS: `--require ${clusterNameGuardModule(tmp)}`,
+      };
+      const run = await doctorThroughProxy([], env);
+      expect(run.status).toBe(0);
+      expect(run.first).toMatch(/^ok: /);
+      expect(run.stdout).toContain(`proxy        http://ops@127.0.0.1:${proxy.port}   from HTTPS_PROXY`);
+      expect(proxy.tunnels.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(proxy.tunnels)).toEqual(new Set([`${CLUSTER_NAME}:${controlPlane().port}`]));
+      const json = await doctorThroughProxy(['-o', 'json'], env);
+      expect((JSON.parse(json.stdout) as { scope: { proxy: unknown } }).scope.proxy).toEqual({
+        shown: `http://ops@127.0.0.1:${proxy.port}`,
+        source: 'HTTPS_PROXY',
+      });
+      expect(`${run.stdout}${run.stderr}${json.stdout}${json.stderr}`).not.toContain('pa55word');
+    } finally {
+      proxy.close();
+    }
+  });
+
+  it('a proxy that refuses: exit 3, the proxy, its source and the fix on the first line', async () => {
+    const proxy = await apiServerProxy('403 Forbidden');
+    try {
+      const run = await doctorThroughProxy([], {
+        ...inPod(agent.token),
+        KUBERNETES_SERVICE_HOST: CLUSTER_NAME,
+        HTTPS_PROXY: `http://127.0.0.1:${proxy.port}`,
+        NODE_OPTIONS: `--require ${clusterNameGuardModule(tmp)}`,
+      });
+      expect(run.status).toBe(3);
+      expect(`${run.stdout}${run.stderr}`).toContain(
+        `the proxy http://127.0.0.1:${proxy.port} (from HTTPS_PROXY)`,
+      );
+      expect(`${run.stdout}${run.stderr}`).toContain('403 Forbidden');
+      expect(`${run.stdout}${run.stderr}`).toContain(`add ${CLUSTER_NAME} to NO_PROXY`);
+    } finally {
+      proxy.close();
+    }
   });
 });
 

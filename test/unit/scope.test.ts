@@ -244,3 +244,58 @@ describe('namespace', () => {
     expect(resolveScope(facts(inPod('same')), 'agent').disagreements).toEqual([]);
   });
 });
+
+describe('proxy', () => {
+  it('in a Pod: HTTPS_PROXY carries the connection unless NO_PROXY names the service address', () => {
+    const f = facts(inPod());
+    const proxied = resolveScope({ ...f, env: { ...f.env, HTTPS_PROXY: 'http://proxy.corp:3128' } }, 'agent');
+    expect(proxied.proxy?.shown).toBe('http://proxy.corp:3128');
+    expect(proxied.proxy?.source).toBe('HTTPS_PROXY');
+    const straight = resolveScope(
+      { ...f, env: { ...f.env, HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: '10.0.0.0/16,.svc' } },
+      'agent',
+    );
+    expect(straight.proxy).toBeUndefined();
+  });
+
+  it("from a kubeconfig: the cluster's proxy-url, named by its cluster, over the environment", () => {
+    const v = view(['/k']);
+    const withProxy: KubeconfigView = {
+      ...v,
+      clusters: { c: { server: 'https://k.example:6443', proxyUrl: 'socks5://bastion:1080' } },
+    };
+    const scope = resolveScope(
+      facts({
+        flags: { kubeconfig: { value: '/k', source: '--kubeconfig' } },
+        kubeconfigs: { flag: { ok: true, view: withProxy } },
+        env: { HTTPS_PROXY: 'http://env-proxy:3128' },
+      }),
+      'operator',
+    );
+    expect(scope.proxy?.shown).toBe('socks5://bastion:1080');
+    expect(scope.proxy?.source).toBe('kubeconfig cluster "c" proxy-url');
+  });
+
+  it('from a kubeconfig without proxy-url: the environment, as kubectl', () => {
+    const scope = resolveScope(
+      facts({
+        flags: { kubeconfig: { value: '/k', source: '--kubeconfig' } },
+        kubeconfigs: { flag: { ok: true, view: view(['/k']) } },
+        env: { https_proxy: 'proxy.corp:8080' },
+      }),
+      'operator',
+    );
+    expect(scope.proxy?.shown).toBe('http://proxy.corp:8080');
+    expect(scope.proxy?.source).toBe('https_proxy');
+  });
+
+  it('a proxy URL config-sync cannot use is an error before any request, naming its source', () => {
+    const f = facts(inPod());
+    const e = errorOf(() =>
+      resolveScope({ ...f, env: { ...f.env, HTTPS_PROXY: 'gopher://proxy:70' } }, 'agent'),
+    );
+    expect(e.code).toBe('CS_SCOPE_BAD_PROXY');
+    expect(e.message).toContain('HTTPS_PROXY');
+    expect(e.hint).toContain('HTTPS_PROXY');
+  });
+});

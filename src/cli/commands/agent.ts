@@ -73,6 +73,7 @@ export const agentCommand: Command = {
         cluster: { server: scope.cluster.value.server, from: scope.cluster.source },
         namespace: scope.namespace,
         credentials: { kind: scope.credentials.value.kind, from: scope.credentials.source },
+        ...(scope.proxy ? { proxy: { url: scope.proxy.shown, from: scope.proxy.source } } : {}),
         targets: rt.targets.map((t) =>
           t.type === 'volume'
             ? { container: t.container, mountPath: t.mountPath, subPath: t.subPath }
