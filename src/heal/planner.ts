@@ -17,11 +17,10 @@ export interface WorkloadState {
   readonly resourceVersion: string;
   /**
    * The annotations a restart writes (config hash, restartedAt), where its kind keeps them: the
-   * pod template's, or the object's own for a kind restarted through spec.restartAt.
+   * pod template's, or the object's own for a kind restarted through spec.restartAt; null when
+   * the object has no annotations there at all. The restart patch tests them as read.
    */
-  readonly restartAnnotations: Readonly<Record<string, string>>;
-  /** The object has no annotations there at all (restartAnnotations is then empty). */
-  readonly restartAnnotationsAbsent?: boolean;
+  readonly restartAnnotations: Readonly<Record<string, string>> | null;
   /** The workload's own labels (the policy gate's input). */
   readonly labels?: Readonly<Record<string, string>>;
   /** Its rollout state, from its status (the policy gate's --only-when-settled). */
@@ -105,7 +104,9 @@ export interface Plan {
  *      the hash (inherited from the template), or, for a kind whose Pods do not inherit it
  *      (spec.restartAt), when it was created in the second of the restart or later;
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
- *  (8) restart, conditional on the resourceVersion that was read.
+ *  (8) restart, with a patch the API server applies only while the restart annotations are as
+ *      read (executor.ts): the replica that restarts first changes them, and the others, which
+ *      planned from the same read, are refused, read again and dedupe at (6).
  */
 export function planHeal(input: PlanInput): Plan {
   const { verdicts, owner, policy, now, expectedConfigHash: configHash } = input;
@@ -161,13 +162,14 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   const w = owner.workload;
-  const history = w.restartAnnotations[ANNOTATION.restarts];
+  const kept = w.restartAnnotations ?? {};
+  const history = kept[ANNOTATION.restarts];
   const workload = {
     kind: w.kind,
     name: w.name,
     resourceVersion: w.resourceVersion,
     ...(history === undefined ? {} : { history }),
-    annotations: w.restartAnnotationsAbsent ? null : w.restartAnnotations,
+    annotations: w.restartAnnotations,
   };
   // (5)
   if (policy.mode === 'alert-only') {
@@ -180,8 +182,9 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6)
-  const last = Date.parse(w.restartAnnotations[ANNOTATION.restartedAt] ?? '');
-  if (w.restartAnnotations[ANNOTATION.configHash] === configHash) {
+  const last = Date.parse(kept[ANNOTATION.restartedAt] ?? '');
+  const lastHash = kept[ANNOTATION.configHash];
+  if (lastHash === configHash) {
     const createdByRestart =
       input.podConfigHash === configHash ||
       (WORKLOADS[w.kind].restart === 'restart-at' &&
@@ -232,7 +235,7 @@ export function planHeal(input: PlanInput): Plan {
     decision: 'restart',
     reasons: [
       ...why,
-      `restart ${w.kind} ${w.name} (resourceVersion ${w.resourceVersion}) with config ${configHash}`,
+      `restart ${w.kind} ${w.name} with config ${configHash}, if its restart annotations are still as read at resourceVersion ${w.resourceVersion} (${lastHash === undefined ? 'no restart by config-sync yet' : `last restarted for config ${lastHash}`}); a replica that restarts it first makes this one dedupe`,
     ],
   };
 }

@@ -175,7 +175,7 @@ export function policyInput(
     sources,
     configHash: plan.configHash,
     time: new Date(now).toISOString(),
-    restartsLastHour: restartsWithin(workload.restartAnnotations, now, 3_600_000),
+    restartsLastHour: restartsWithin(workload.restartAnnotations ?? {}, now, 3_600_000),
   };
 }
 

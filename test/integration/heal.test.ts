@@ -47,8 +47,9 @@ describe('check and heal', () => {
     expect(dry.stdout).toMatch(
       /app:\/etc\/app: ContentDrift: files still differ \d+s after the change, past the 0s grace: app\.yaml content \(want [0-9a-f]{12}, have [0-9a-f]{12}\)/,
     );
+    expect(dry.stdout).toContain('restart Deployment web with config ');
     expect(dry.stdout).toContain(
-      `restart Deployment web (resourceVersion ${before.metadata?.resourceVersion})`,
+      `if its restart annotations are still as read at resourceVersion ${before.metadata?.resourceVersion}`,
     );
     const json = JSON.parse(
       (await cli(['heal', '--dry-run', '--grace', '0s', '-o', 'json'], pod(0).env)).stdout,

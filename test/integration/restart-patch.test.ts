@@ -49,14 +49,14 @@ async function restartPlan(configHash: string): Promise<Plan> {
   const owner = await readWorkload(client, ns.name, 'Deployment', 'web');
   if (owner.type !== 'workload') throw new Error('web is not readable as a workload');
   const w = owner.workload;
-  const history = w.restartAnnotations[ANNOTATION.restarts];
+  const history = w.restartAnnotations?.[ANNOTATION.restarts];
   return {
     decision: 'restart',
     workload: {
       kind: w.kind,
       name: w.name,
       resourceVersion: w.resourceVersion,
-      annotations: w.restartAnnotationsAbsent ? null : w.restartAnnotations,
+      annotations: w.restartAnnotations,
       ...(history === undefined ? {} : { history }),
     },
     configHash,

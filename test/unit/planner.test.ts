@@ -61,17 +61,38 @@ describe('planHeal', () => {
     expect(planHeal(input({ verdicts: [...verdicts] })).decision).toBe(decision);
   });
 
-  it('restarts conditional on the resourceVersion read, and says so', () => {
+  it('restarts conditional on the restart annotations as read, and says so', () => {
     const plan = planHeal(input());
     expect(plan).toMatchObject({
       decision: 'restart',
-      workload: { kind: 'Deployment', name: 'web', resourceVersion: '42' },
+      workload: { kind: 'Deployment', name: 'web', resourceVersion: '42', annotations: {} },
       configHash: 'new',
     });
     expect(plan.reasons).toEqual([
       'app:/etc/app: ContentDrift: files differ',
-      'restart Deployment web (resourceVersion 42) with config new',
+      'restart Deployment web with config new, if its restart annotations are still as read at resourceVersion 42 (no restart by config-sync yet); a replica that restarts it first makes this one dedupe',
     ]);
+  });
+
+  it('tests for no annotations at all where the workload has none, and names the last restart where it has one', () => {
+    const bare: OwnerState = {
+      type: 'workload',
+      workload: { kind: 'Deployment', name: 'web', resourceVersion: '42', restartAnnotations: null },
+    };
+    expect(planHeal(input({ owner: bare })).workload?.annotations).toBeNull();
+    const restarted = planHeal(
+      input({
+        owner: deployment({
+          [ANNOTATION.configHash]: 'old',
+          [ANNOTATION.restartedAt]: '2020-01-01T00:00:00Z',
+        }),
+      }),
+    );
+    expect(restarted.workload?.annotations).toEqual({
+      [ANNOTATION.configHash]: 'old',
+      [ANNOTATION.restartedAt]: '2020-01-01T00:00:00Z',
+    });
+    expect(restarted.reasons.at(-1)).toContain('(last restarted for config old)');
   });
 
   it('never restarts into a broken state: a source gone from the API alerts, even with other drift', () => {

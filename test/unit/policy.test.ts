@@ -72,7 +72,7 @@ const restartPlan: Plan = {
   configHash: 'cfg-1',
   reasons: [
     'app:/etc/app: SubPathStale: stale',
-    'restart Deployment web (resourceVersion 7) with config cfg-1',
+    'restart Deployment web with config cfg-1, if its restart annotations are still as read at resourceVersion 7 (no restart by config-sync yet); a replica that restarts it first makes this one dedupe',
   ],
   drifted: [
     { target: 'app:/etc/app', state: 'Drifted', reason: 'SubPathStale', message: 'stale', mismatches: [] },
