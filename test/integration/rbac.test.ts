@@ -2,6 +2,8 @@
 // its job with exactly these grants (doctor says ok), and nothing beyond them: no unrelated
 // Secret, no other Pod, no other Deployment, no change to its own Pod's spec or labels.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -222,6 +224,46 @@ describe('and nothing more', () => {
     );
     expect(code).toBe(403);
     expect(said).toContain(message);
+  });
+
+  // The policy compares the spec's fields one by one (CEL cannot compare a spec without its
+  // template), so a field the API gains in a later Kubernetes would pass unchecked: a stolen
+  // token could change it. This pins the list to the API server the tests run against.
+  it('names every field of the apps/v1 workload specs the API server has, so none is left for a stolen token', async () => {
+    const policy = fs.readFileSync(path.join(root, 'deploy/sidecar/rbac/own-workload-policy.yaml'), 'utf8');
+    const compared = new Set(
+      [...policy.matchAll(/variables\.newSpec\.\?(\w+) == variables\.oldSpec\.\?\1\b/g)].map((m) => m[1]),
+    );
+    const options: https.RequestOptions = {};
+    await ns.admin.applyToHTTPSOptions(options);
+    const server = new URL(controlPlane().server);
+    const document = await new Promise<{ components: { schemas: Record<string, { properties: object }> } }>(
+      (resolve, reject) => {
+        https
+          .get(
+            { ...options, hostname: server.hostname, port: server.port, path: '/openapi/v3/apis/apps/v1' },
+            (res) => {
+              let text = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => {
+                text += c;
+              });
+              res.on('end', () => resolve(JSON.parse(text)));
+            },
+          )
+          .on('error', reject);
+      },
+    );
+    const uncompared: string[] = [];
+    for (const kind of ['Deployment', 'StatefulSet', 'DaemonSet']) {
+      const schema = document.components.schemas[`io.k8s.api.apps.v1.${kind}Spec`];
+      expect(schema, `${kind}Spec in the OpenAPI document`).toBeDefined();
+      for (const field of Object.keys(schema?.properties ?? {}))
+        if (field !== 'template' && !compared.has(field)) uncompared.push(`${kind}.spec.${field}`);
+    }
+    expect(uncompared, 'add these to own-workload-policy.yaml (and the chart: npm run chart:sync)').toEqual(
+      [],
+    );
   });
 
   it('can still restart it: both restart annotations (a server-side dry run, so its Pod stays)', async () => {
