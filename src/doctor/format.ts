@@ -57,6 +57,7 @@ export function formatText(
       `  credentials  ${c.kind}${c.tokenFile ? ` ${c.tokenFile}` : ''}   from ${scope.credentials.source}`,
     );
     if (scope.proxy) out.push(`  proxy        ${scope.proxy.shown}   from ${scope.proxy.source}`);
+    else if (scope.proxyBypassed) out.push(`  proxy        none: ${scope.proxyBypassed}`);
     for (const d of scope.disagreements) out.push(`  ! ${d.message}`);
     out.push('');
   }

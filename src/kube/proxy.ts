@@ -68,17 +68,41 @@ export function portOf(url: URL): number {
   return Number(url.port || DEFAULT_PORTS[url.protocol] || 0);
 }
 
+type KubeconfigProxy = { readonly value: string; readonly source: string } | undefined;
+
 /**
  * The proxy for requests to `server`, or undefined to go straight. `kubeconfigProxy` is the
  * cluster's proxy-url and where it was read.
  */
 export function resolveProxy(
   server: string,
-  kubeconfigProxy: { readonly value: string; readonly source: string } | undefined,
+  kubeconfigProxy: KubeconfigProxy,
   env: ProxyEnv,
 ): ProxyRoute | undefined {
+  const decided = decide(server, kubeconfigProxy, env);
+  return 'route' in decided ? decided.route : undefined;
+}
+
+/**
+ * Why a proxy variable that is set is not used for `server` (doctor shows it: "why does it not
+ * go through my proxy?"), or undefined when none is set or it is used.
+ */
+export function proxyBypass(
+  server: string,
+  kubeconfigProxy: KubeconfigProxy,
+  env: ProxyEnv,
+): string | undefined {
+  const decided = decide(server, kubeconfigProxy, env);
+  return 'straight' in decided ? decided.straight : undefined;
+}
+
+function decide(
+  server: string,
+  kubeconfigProxy: KubeconfigProxy,
+  env: ProxyEnv,
+): { route: ProxyRoute } | { straight: string | undefined } {
   // (1)
-  if (kubeconfigProxy) return route(kubeconfigProxy.value, kubeconfigProxy.source);
+  if (kubeconfigProxy) return { route: route(kubeconfigProxy.value, kubeconfigProxy.source) };
   // (2)
   const target = new URL(server);
   const names =
@@ -87,12 +111,18 @@ export function resolveProxy(
       : (['HTTPS_PROXY', 'https_proxy'] as const);
   const name = names.find((n) => env[n]);
   const value = name ? env[name] : undefined;
-  if (!name || !value) return undefined;
+  if (!name || !value) return { straight: undefined };
   // (3), (4)
+  const host = hostOf(target);
   const noProxy = env.NO_PROXY || env.no_proxy || '';
-  if (!usesProxy(hostOf(target), target.port || DEFAULT_PORTS[target.protocol] || '', noProxy))
-    return undefined;
-  return route(value, name);
+  if (!usesProxy(host, target.port || DEFAULT_PORTS[target.protocol] || '', noProxy)) {
+    const loopback = !usesProxy(host, '', '');
+    const list = env.NO_PROXY ? 'NO_PROXY' : 'no_proxy';
+    return {
+      straight: `${name} is set, but ${loopback ? `${host} is a loopback address, never proxied` : `${list} names ${host}`}: straight to the server`,
+    };
+  }
+  return { route: route(value, name) };
 }
 
 /** (5) */

@@ -14,7 +14,7 @@
 //              unless NO_PROXY names the server, as client-go (proxy.ts)
 import { ConfigSyncError } from '../errors.ts';
 import { isNamespaceName } from './names.ts';
-import { type ProxyEnv, type ProxyRoute, resolveProxy } from './proxy.ts';
+import { type ProxyEnv, type ProxyRoute, proxyBypass, resolveProxy } from './proxy.ts';
 
 /** A value and where it came from, in words a person can act on. */
 export interface Sourced<T> {
@@ -127,6 +127,8 @@ export interface Scope {
   readonly disagreements: readonly Disagreement[];
   /** The proxy every connection to the API server goes through, if any, and where it came from. */
   readonly proxy?: ProxyRoute;
+  /** A proxy variable is set but not used for this server, and why (doctor shows it). */
+  readonly proxyBypassed?: string;
 }
 
 /** Who is resolving: the agent in a pod is strict about its own namespace; a person is not. */
@@ -377,8 +379,17 @@ export function resolveScope(facts: ScopeFacts, purpose: ScopePurpose): Scope {
   const { cluster, view } = resolveCluster(facts);
   const credentials = resolveCredentials(cluster.value, view);
   const { namespace, disagreements } = resolveNamespace(facts, cluster.value, view, purpose);
-  const proxy = resolveProxy(cluster.value.server, kubeconfigProxy(cluster.value, view), facts.env);
-  const scope: Scope = { cluster, namespace, credentials, disagreements, ...(proxy ? { proxy } : {}) };
+  const fromKubeconfig = kubeconfigProxy(cluster.value, view);
+  const proxy = resolveProxy(cluster.value.server, fromKubeconfig, facts.env);
+  const bypassed = proxyBypass(cluster.value.server, fromKubeconfig, facts.env);
+  const scope: Scope = {
+    cluster,
+    namespace,
+    credentials,
+    disagreements,
+    ...(proxy ? { proxy } : {}),
+    ...(bypassed ? { proxyBypassed: bypassed } : {}),
+  };
   if (purpose === 'agent') {
     requireNamespace(scope);
     const fatal = disagreements.find((d) => d.severity === 'error');

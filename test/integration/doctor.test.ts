@@ -231,6 +231,14 @@ describe('doctor behind a proxy', () => {
     }
   });
 
+  it('says why a proxy that is set is not used', () => {
+    const run = doctor([], { ...inPod(agent.token), HTTPS_PROXY: 'http://127.0.0.1:9' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain(
+      `proxy        none: HTTPS_PROXY is set, but ${controlPlane().host} is a loopback address, never proxied: straight to the server`,
+    );
+  });
+
   it('a proxy that refuses: exit 3, the proxy, its source and the fix on the first line', async () => {
     const proxy = await apiServerProxy('403 Forbidden');
     try {
