@@ -226,6 +226,9 @@ function payloadWatches(dir: string, digests: PayloadDigests) {
         // Closed at the first event after the digests were taken: kubelet's removal of the
         // directory at the next update would otherwise be a hundred events for nothing.
         const watch = fs.watch(full, (_event, file) => {
+          // The directory's own change (kubelet's chmod of it, an fsGroup walk's chown) comes
+          // named after the directory itself: no file of it changed.
+          if (file === name) return;
           if (!digests.changed(dir, name, file)) watch.close();
         });
         watch.on('error', () => stop(name));

@@ -461,6 +461,19 @@ describe('watchFiles and the reader: a kubelet update hashed while kubelet write
     expect(after).toEqual(readVolume(volume, paths, false));
   });
 
+  it("takes the payload directory's own change (an fsGroup walk's chown and chmod of it) for no file's", async () => {
+    const { volume, read } = await volumeOf20();
+    const payload = await hashedPayload(volume);
+    const changed = vi.spyOn(payloads, 'changed');
+    fs.chmodSync(path.join(volume, payload), 0o755);
+    await barrier();
+    expect(payloads.hashing).toBe(false);
+    expect(changed).not.toHaveBeenCalled();
+    const { after, opened } = await passAfterSwap(read, volume, payload);
+    expect(opened).toEqual([]);
+    expect(after.files.get('key-1')).toEqual(sha256('two-1'));
+  });
+
   it('the passes after it open no file either while nothing writes to the payload', async () => {
     // The files were written just now, too recently for the reader's own cache to keep them
     // (RACY_MS): without the watch's digests each of these passes read all 20 again.
