@@ -70,37 +70,28 @@ export function portOf(url: URL): number {
 
 type KubeconfigProxy = { readonly value: string; readonly source: string } | undefined;
 
-/**
- * The proxy for requests to `server`, or undefined to go straight. `kubeconfigProxy` is the
- * cluster's proxy-url and where it was read.
- */
+/** A proxy to go through, or none: then, if a proxy variable is set, why it is not used. */
+export interface ProxyDecision {
+  readonly route?: ProxyRoute;
+  readonly bypassed?: string;
+}
+
+/** The proxy for requests to `server`, or undefined to go straight (decideProxy's route). */
 export function resolveProxy(
   server: string,
   kubeconfigProxy: KubeconfigProxy,
   env: ProxyEnv,
 ): ProxyRoute | undefined {
-  const decided = decide(server, kubeconfigProxy, env);
-  return 'route' in decided ? decided.route : undefined;
+  return decideProxy(server, kubeconfigProxy, env).route;
 }
 
 /**
- * Why a proxy variable that is set is not used for `server` (doctor shows it: "why does it not
- * go through my proxy?"), or undefined when none is set or it is used.
+ * What the connection to `server` goes through, steps (1) to (5): a proxy (`route`), or
+ * straight to the server, with why (`bypassed`) when a proxy variable is set but not used for
+ * it, for doctor to show ("why does it not go through my proxy?"). `kubeconfigProxy` is the
+ * cluster's proxy-url and where it was read.
  */
-export function proxyBypass(
-  server: string,
-  kubeconfigProxy: KubeconfigProxy,
-  env: ProxyEnv,
-): string | undefined {
-  const decided = decide(server, kubeconfigProxy, env);
-  return 'straight' in decided ? decided.straight : undefined;
-}
-
-function decide(
-  server: string,
-  kubeconfigProxy: KubeconfigProxy,
-  env: ProxyEnv,
-): { route: ProxyRoute } | { straight: string | undefined } {
+export function decideProxy(server: string, kubeconfigProxy: KubeconfigProxy, env: ProxyEnv): ProxyDecision {
   // (1)
   if (kubeconfigProxy) return { route: route(kubeconfigProxy.value, kubeconfigProxy.source) };
   // (2)
@@ -111,7 +102,7 @@ function decide(
       : (['HTTPS_PROXY', 'https_proxy'] as const);
   const name = names.find((n) => env[n]);
   const value = name ? env[name] : undefined;
-  if (!name || !value) return { straight: undefined };
+  if (!name || !value) return {};
   // (3), (4)
   const host = hostOf(target);
   const noProxy = env.NO_PROXY || env.no_proxy || '';
@@ -119,7 +110,7 @@ function decide(
     const loopback = !usesProxy(host, '', '');
     const list = env.NO_PROXY ? 'NO_PROXY' : 'no_proxy';
     return {
-      straight: `${name} is set, but ${loopback ? `${host} is a loopback address, never proxied` : `${list} names ${host}`}: straight to the server`,
+      bypassed: `${name} is set, but ${loopback ? `${host} is a loopback address, never proxied` : `${list} names ${host}`}: straight to the server`,
     };
   }
   return { route: route(value, name) };

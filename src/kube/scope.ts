@@ -14,7 +14,7 @@
 //              unless NO_PROXY names the server, as client-go (proxy.ts)
 import { ConfigSyncError } from '../errors.ts';
 import { isNamespaceName } from './names.ts';
-import { type ProxyEnv, type ProxyRoute, proxyBypass, resolveProxy } from './proxy.ts';
+import { decideProxy, type ProxyEnv, type ProxyRoute } from './proxy.ts';
 
 /** A value and where it came from, in words a person can act on. */
 export interface Sourced<T> {
@@ -379,9 +379,11 @@ export function resolveScope(facts: ScopeFacts, purpose: ScopePurpose): Scope {
   const { cluster, view } = resolveCluster(facts);
   const credentials = resolveCredentials(cluster.value, view);
   const { namespace, disagreements } = resolveNamespace(facts, cluster.value, view, purpose);
-  const fromKubeconfig = kubeconfigProxy(cluster.value, view);
-  const proxy = resolveProxy(cluster.value.server, fromKubeconfig, facts.env);
-  const bypassed = proxyBypass(cluster.value.server, fromKubeconfig, facts.env);
+  const { route: proxy, bypassed } = decideProxy(
+    cluster.value.server,
+    kubeconfigProxy(cluster.value, view),
+    facts.env,
+  );
   const scope: Scope = {
     cluster,
     namespace,

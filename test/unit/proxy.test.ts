@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigSyncError } from '../../src/errors.ts';
-import { proxyBypass, resolveProxy, usesProxy } from '../../src/kube/proxy.ts';
+import { decideProxy, resolveProxy, usesProxy } from '../../src/kube/proxy.ts';
 
 describe('resolveProxy: the proxy client-go would take', () => {
   const server = 'https://api.example.com:6443';
@@ -107,19 +107,21 @@ describe('resolveProxy: the proxy client-go would take', () => {
 
 // Go's own cases for NO_PROXY (golang.org/x/net/http/httpproxy proxy_test.go), host and port as
 // canonicalAddr gives them.
-describe('proxyBypass: why a proxy that is set is not used', () => {
+describe('decideProxy: why a proxy that is set is not used', () => {
   it('names NO_PROXY (as spelled) or the loopback address, and nothing when no variable is set or it is used', () => {
     expect(
-      proxyBypass('https://10.96.0.1:443', undefined, {
+      decideProxy('https://10.96.0.1:443', undefined, {
         HTTPS_PROXY: 'http://p:1',
         no_proxy: '10.96.0.0/12',
-      }),
+      }).bypassed,
     ).toBe('HTTPS_PROXY is set, but no_proxy names 10.96.0.1: straight to the server');
-    expect(proxyBypass('https://127.0.0.1:6443', undefined, { https_proxy: 'http://p:1' })).toBe(
+    expect(decideProxy('https://127.0.0.1:6443', undefined, { https_proxy: 'http://p:1' }).bypassed).toBe(
       'https_proxy is set, but 127.0.0.1 is a loopback address, never proxied: straight to the server',
     );
-    expect(proxyBypass('https://10.96.0.1:443', undefined, {})).toBeUndefined();
-    expect(proxyBypass('https://10.96.0.1:443', undefined, { HTTPS_PROXY: 'http://p:1' })).toBeUndefined();
+    expect(decideProxy('https://10.96.0.1:443', undefined, {}).bypassed).toBeUndefined();
+    expect(
+      decideProxy('https://10.96.0.1:443', undefined, { HTTPS_PROXY: 'http://p:1' }).bypassed,
+    ).toBeUndefined();
   });
 });
 
