@@ -98,6 +98,15 @@ export function openTunnel(
   });
 }
 
+/** A URL's user or password as written before percent-encoding; as is where it is not valid encoding. */
+function unescaped(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 /** (2) */
 async function httpConnect(
   socket: net.Socket,
@@ -106,9 +115,9 @@ async function httpConnect(
   target: string,
   fail: (reason: string) => Error,
 ): Promise<void> {
-  const user = decodeURIComponent(proxy.username);
+  const user = unescaped(proxy.username);
   const auth = user
-    ? `Proxy-Authorization: Basic ${Buffer.from(`${user}:${decodeURIComponent(proxy.password)}`).toString('base64')}\r\n`
+    ? `Proxy-Authorization: Basic ${Buffer.from(`${user}:${unescaped(proxy.password)}`).toString('base64')}\r\n`
     : '';
   socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
   const head = await input.until((b) => {
@@ -145,8 +154,8 @@ async function socks5(
   port: number,
   fail: (reason: string) => Error,
 ): Promise<void> {
-  const user = Buffer.from(decodeURIComponent(proxy.username));
-  const password = Buffer.from(decodeURIComponent(proxy.password));
+  const user = Buffer.from(unescaped(proxy.username));
+  const password = Buffer.from(unescaped(proxy.password));
   const methods = user.length > 0 ? [0x00, 0x02] : [0x00];
   socket.write(Buffer.from([0x05, methods.length, ...methods]));
   const [version, method] = await input.take(2);
