@@ -9,6 +9,7 @@ import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
+import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
 import {
@@ -27,6 +28,7 @@ import {
   webDeployment,
   writeMount,
 } from './support-app.ts';
+import { apiServerProxy, CLUSTER_NAME, clusterNameGuardModule } from './support-proxy.ts';
 
 const running: AgentProcess[] = [];
 function agent(pod: AppPod, args: string[] = []): AgentProcess {
@@ -350,6 +352,43 @@ describe('targets kubelet never updates', () => {
       expect(`${everything}\n${JSON.stringify(annotations)}\n${check.stdout}${dry.stdout}`).not.toContain(
         digest,
       );
+    }
+  });
+});
+
+describe('behind HTTPS_PROXY', () => {
+  const ns = useNamespace('agent-proxy');
+
+  it('reaches the kubernetes Service through the proxy, over one tunnel, and restarts as without it', async () => {
+    const deployment = webDeployment(1);
+    const app = deployment.spec?.template.spec?.containers[0];
+    if (!app) throw new Error('deployment template without a container');
+    app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
+    const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
+    writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
+    const proxy = await apiServerProxy();
+    try {
+      const proxied: AppPod = {
+        ...pod,
+        env: {
+          ...pod.env,
+          KUBERNETES_SERVICE_HOST: CLUSTER_NAME,
+          HTTPS_PROXY: `http://127.0.0.1:${proxy.port}`,
+          NODE_OPTIONS: `--require ${clusterNameGuardModule(tempDir('agent-proxy-'))}`,
+        },
+      };
+      const a = agent(proxied, ['--debounce', '1s']);
+      const starting = await a.waitFor((l) => l.msg === 'starting', 'the start line');
+      expect(starting.proxy).toEqual({ url: `http://127.0.0.1:${proxy.port}`, from: 'HTTPS_PROXY' });
+      await a.waitFor((l) => l.state === 'InSync', 'InSync');
+      const before = await templateAnnotations(ns.admin, ns.name);
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+      await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+      expect(await templateAnnotations(ns.admin, ns.name)).not.toEqual(before);
+      // Its list, watch, reads, restart patch, Events and status writes: one connection.
+      expect(proxy.tunnels).toEqual([`${CLUSTER_NAME}:${pod.env.KUBERNETES_SERVICE_PORT}`]);
+    } finally {
+      proxy.close();
     }
   });
 });
