@@ -24,7 +24,8 @@
 //      the request by verb, and read the JSON answer; a non-2xx answer becomes an
 //      ApiStatusError holding the API's Status, never the raw request or response. A request
 //      or watch the server refused unprocessed (NotProcessedError: it went away, GOAWAY, while
-//      the request was on its way) is sent once more, over a new connection. A 401 answer is
+//      the request was on its way) is sent again over a new connection, up to four times, the
+//      later ones after 0.1, 0.2 and 0.4 s (RESEND_BACKOFF_MS). A 401 answer is
 //      told to the connection source (credentialsRefused), so that an exec plugin whose token
 //      the API refused runs again for the next request.
 //
@@ -117,6 +118,9 @@ export interface WatchEvent {
   readonly type: string;
   readonly object: unknown;
 }
+
+/** The pause before each resend of a request the server refused unprocessed (resendingUnprocessed). */
+const RESEND_BACKOFF_MS = [0, 100, 200, 400] as const;
 
 /** Non-watch requests that take longer than this fail (the API answers in milliseconds). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -410,16 +414,24 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
   }
 
   /**
-   * Sends once more a request the server never processed (NotProcessedError: its HTTP/2 stream
-   * was refused as the server went away), over the connection that replaces the one sent away,
-   * as client-go does. Once: a server that refuses twice in a row is not merely going away.
+   * Sends again a request the server never processed (NotProcessedError: its HTTP/2 stream was
+   * refused as the server went away), over the connection that replaces the one sent away, as
+   * client-go does. The new connection can be sent away in turn before it gets to the request
+   * (kube-apiserver's --goaway-chance picks any response to do it: 2 of about 400 resends were
+   * refused again in a test run), so up to RESEND_BACKOFF_MS.length times: the first at once,
+   * the later ones after a growing pause, as Go's HTTP/2 transport backs off (it waits 1, 2, 4 s
+   * ...; these stay well inside a request timeout). A server that refuses every stream is
+   * not merely going away, and its refusal is the error.
    */
   async function resendingUnprocessed<T>(send: () => Promise<T>): Promise<T> {
-    try {
-      return await send();
-    } catch (error) {
-      if (!(error instanceof NotProcessedError) || stopping?.aborted) throw error;
-      return send();
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await send();
+      } catch (error) {
+        const pause = RESEND_BACKOFF_MS[attempt];
+        if (!(error instanceof NotProcessedError) || pause === undefined || stopping?.aborted) throw error;
+        if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+      }
     }
   }
 

@@ -399,14 +399,17 @@ describe('the transport over HTTP/2', () => {
     expect(transport.requests).toEqual({ get: 1, patch: 2, watch: 2 });
   });
 
-  it('sends a refused request again once only', async () => {
+  it('sends a refused request again four times at most, backing off, then gives the refusal', async () => {
     const served = await serve('h2', (_request, response) =>
       response.stream.close(http2.constants.NGHTTP2_REFUSED_STREAM),
     );
     const transport = createTransport(async () => served.connection);
+    const started = performance.now();
     const refused = await transport.request({ path: '/r' }).catch((e: Error) => e);
     expect(refused).toMatchObject({ name: 'NotProcessedError', message: /REFUSED_STREAM/ });
-    expect(transport.requests).toEqual({ get: 2 });
+    expect(transport.requests).toEqual({ get: 5 });
+    // 0.1 + 0.2 + 0.4 s of pauses between the sends.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(690);
   });
 
   it('gives up on a server that never finishes the TLS handshake, and on an answer that never comes', async () => {
