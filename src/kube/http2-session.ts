@@ -33,7 +33,7 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { definedOnly } from './defined-only.ts';
 import { type Exchange, http2Exchange, pendingExchange } from './exchange.ts';
-import { hostOf, type ProxyRoute } from './proxy.ts';
+import { hostOf, type ProxyRoute, portOf } from './proxy.ts';
 import { openTunnel } from './proxy-tunnel.ts';
 import type { TlsIdentity } from './transport.ts';
 
@@ -60,7 +60,7 @@ export function http2Slot(
   proxy?: ProxyRoute,
 ): Http2Slot {
   const host = hostOf(server);
-  const port = Number(server.port || 443);
+  const port = portOf(server);
   /** The current session, or its connection being made; `live` is what it came to. */
   let session: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
   let live: http2.ClientHttp2Session | undefined;

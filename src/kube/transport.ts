@@ -259,7 +259,7 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
         send({
           protocol: connection.server.protocol,
           hostname: hostOf(connection.server),
-          port: connection.server.port || (connection.server.protocol === 'http:' ? 80 : 443),
+          port: portOf(connection.server),
           path: fullPath,
           method,
           agent,
