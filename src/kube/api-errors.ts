@@ -4,6 +4,7 @@
 // Only the API's Status `reason`/`message` are used, never a raw response body: no object
 // content, and so no ConfigMap or Secret value, can reach a log or a terminal through an error.
 import { ConfigSyncError } from '../errors.ts';
+import { hostOf } from './proxy.ts';
 import { ProxyTunnelError } from './proxy-tunnel.ts';
 import type { Scope } from './scope.ts';
 
@@ -147,7 +148,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
   if (error instanceof ProxyTunnelError) {
     const fix = error.proxySource.startsWith('kubeconfig')
       ? `check the proxy, or the ${error.proxySource}`
-      : `check the proxy, or add ${new URL(server).hostname} to NO_PROXY to go straight to the server, as kubectl would`;
+      : `check the proxy, or add ${hostOf(new URL(server))} to NO_PROXY to go straight to the server, as kubectl would`;
     const through = `the proxy ${error.proxy} (from ${error.proxySource})`;
     const message = `cannot reach the API server at ${server} through ${through} to ${what}: ${error.reason}`;
     return new ConfigSyncError('CS_API_PROXY', 'api', message, {
