@@ -107,10 +107,9 @@ export function decideProxy(server: string, kubeconfigProxy: KubeconfigProxy, en
   const host = hostOf(target);
   const noProxy = env.NO_PROXY || env.no_proxy || '';
   if (!usesProxy(host, target.port || DEFAULT_PORTS[target.protocol] || '', noProxy)) {
-    const loopback = !usesProxy(host, '', '');
     const list = env.NO_PROXY ? 'NO_PROXY' : 'no_proxy';
     return {
-      bypassed: `${name} is set, but ${loopback ? `${host} is a loopback address, never proxied` : `${list} names ${host}`}: straight to the server`,
+      bypassed: `${name} is set, but ${isLoopbackHost(host) ? `${host} is a loopback address, never proxied` : `${list} names ${host}`}: straight to the server`,
     };
   }
   return { route: route(value, name) };
@@ -148,10 +147,9 @@ function shownOf(url: URL): string {
 
 /** (3), (4): whether requests to host:port go through the proxy. */
 export function usesProxy(host: string, port: string, noProxy: string): boolean {
+  if (isLoopbackHost(host)) return false;
   const h = host.toLowerCase();
-  if (h === 'localhost') return false;
   const family = isIP(h);
-  if (family !== 0 && isLoopback(h, family)) return false;
   for (const raw of noProxy.split(',')) {
     const entry = raw.trim().toLowerCase();
     if (!entry) continue;
@@ -159,6 +157,13 @@ export function usesProxy(host: string, port: string, noProxy: string): boolean 
     if (matches(entry, h, family, port)) return false;
   }
   return true;
+}
+
+/** (3) `localhost` or a loopback address. */
+function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase();
+  const family = isIP(h);
+  return h === 'localhost' || (family !== 0 && isLoopback(h, family));
 }
 
 function isLoopback(ip: string, family: number): boolean {
