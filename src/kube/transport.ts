@@ -417,8 +417,8 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
    * Sends again a request the server never processed (NotProcessedError: its HTTP/2 stream was
    * refused as the server went away), over the connection that replaces the one sent away, as
    * client-go does. The new connection can be sent away in turn before it gets to the request
-   * (kube-apiserver's --goaway-chance picks any response to do it: 2 of about 400 resends were
-   * refused again in a test run), so up to RESEND_BACKOFF_MS.length times: the first at once,
+   * (kube-apiserver's --goaway-chance picks any response to do it: 2 of 1500 reads failed so in
+   * a CI run of test/integration/goaway.test.ts), so up to RESEND_BACKOFF_MS.length times: the first at once,
    * the later ones after a growing pause, as Go's HTTP/2 transport backs off (it waits 1, 2, 4 s
    * ...; these stay well inside a request timeout). A server that refuses every stream is
    * not merely going away, and its refusal is the error.
