@@ -14,7 +14,7 @@ import { type InClusterLayout, layInClusterDir, rotateInClusterToken } from '../
 import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { controlPlane, inClusterClient, rejection, useNamespace } from './support.ts';
+import { controlPlane, inClusterClient, inClusterScope, rejection, useNamespace } from './support.ts';
 import { apiServerProxy, CLUSTER_NAME, refuseToResolveClusterName } from './support-proxy.ts';
 
 const ns = useNamespace('client');
@@ -354,11 +354,11 @@ function execPluginKubeconfig(dir: string, body: string, exec: Record<string, un
 }
 
 /** The operator's scope from a kubeconfig file, as `--kubeconfig` resolves it. */
-async function kubeconfigScope(file: string) {
+async function kubeconfigScope(file: string, env: Record<string, string> = {}) {
   const { resolveScope } = await import('../../src/kube/scope.ts');
   const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
   return resolveScope(
-    await gatherScopeFacts({ kubeconfig: { value: file, source: '--kubeconfig' } }, {}),
+    await gatherScopeFacts({ kubeconfig: { value: file, source: '--kubeconfig' } }, env),
     'operator',
   );
 }
@@ -467,19 +467,12 @@ describe('HTTPS_PROXY and NO_PROXY, as client-go reads them', () => {
     const proxy = await apiServerProxy();
     try {
       const { createKubeClient } = await import('../../src/kube/client.ts');
-      const { resolveScope } = await import('../../src/kube/scope.ts');
-      const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
       const env = {
-        ...layout.env,
         KUBERNETES_SERVICE_HOST: CLUSTER_NAME,
-        POD_NAMESPACE: ns.name,
         HTTPS_PROXY: `http://127.0.0.1:${proxy.port}`,
         NO_PROXY: 'localhost,127.0.0.1,.internal',
       };
-      const scope = resolveScope(
-        await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env),
-        'agent',
-      );
+      const scope = await inClusterScope(layout, ns.name, env);
       expect(scope.proxy?.source).toBe('HTTPS_PROXY');
       const client = createKubeClient(scope);
       expect((await readConfigMap(client)).data).toEqual({ k: 'v' });
@@ -488,11 +481,9 @@ describe('HTTPS_PROXY and NO_PROXY, as client-go reads them', () => {
       expect(client.keepsQuietWatches()).toBe(true);
 
       // NO_PROXY naming the Service: straight to it (not requested here: nothing resolves the name).
-      const facts = (more: Record<string, string>) =>
-        gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, { ...env, ...more });
-      expect(resolveScope(await facts({ NO_PROXY: `.svc` }), 'agent').proxy).toBeUndefined();
+      expect((await inClusterScope(layout, ns.name, { ...env, NO_PROXY: '.svc' })).proxy).toBeUndefined();
       // A loopback server is never proxied, whatever NO_PROXY says: the proxy sees no new tunnel.
-      const loopback = resolveScope(await facts({ ...layout.env, NO_PROXY: '' }), 'agent');
+      const loopback = await inClusterScope(layout, ns.name, { ...env, ...layout.env, NO_PROXY: '' });
       expect(loopback.proxy).toBeUndefined();
       expect((await readConfigMap(createKubeClient(loopback))).data).toEqual({ k: 'v' });
       expect(proxy.tunnels).toHaveLength(1);
@@ -507,8 +498,6 @@ describe('HTTPS_PROXY and NO_PROXY, as client-go reads them', () => {
     try {
       const port = proxy.port;
       const { createKubeClient } = await import('../../src/kube/client.ts');
-      const { resolveScope } = await import('../../src/kube/scope.ts');
-      const { gatherScopeFacts } = await import('../../src/kube/scope-facts.ts');
       const reader = await identityWithRules('refused-by-proxy');
       const file = writeKubeconfig(
         tempDir('client-proxy-env-'),
@@ -517,13 +506,7 @@ describe('HTTPS_PROXY and NO_PROXY, as client-go reads them', () => {
           server: `https://${CLUSTER_NAME}:${controlPlane().port}`,
         },
       );
-      const scope = resolveScope(
-        await gatherScopeFacts(
-          { kubeconfig: { value: file, source: '--kubeconfig' } },
-          { HTTPS_PROXY: `http://ops:pa55word@127.0.0.1:${port}` },
-        ),
-        'operator',
-      );
+      const scope = await kubeconfigScope(file, { HTTPS_PROXY: `http://ops:pa55word@127.0.0.1:${port}` });
       const error = (await readConfigMap(createKubeClient(scope)).catch(
         (e: unknown) => e,
       )) as ConfigSyncError;

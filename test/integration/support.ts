@@ -61,8 +61,13 @@ export async function rejection(call: Promise<unknown>): Promise<{ code: number;
 }
 
 /** The scope the agent resolves in a Pod whose service-account volume is `layout`. */
-export async function inClusterScope(layout: InClusterLayout, namespace: string): Promise<Scope> {
-  const env = { ...layout.env, POD_NAMESPACE: namespace };
+/** `more`: variables of the Pod's environment beside the in-cluster ones, or in their place. */
+export async function inClusterScope(
+  layout: InClusterLayout,
+  namespace: string,
+  more: Record<string, string> = {},
+): Promise<Scope> {
+  const env = { ...layout.env, POD_NAMESPACE: namespace, ...more };
   return resolveScope(await gatherScopeFacts({ serviceAccountDir: layout.serviceAccountDir }, env), 'agent');
 }
 
