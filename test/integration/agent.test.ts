@@ -6,7 +6,13 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Container,
+  type V1PodSpec,
+} from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
@@ -286,22 +292,35 @@ describe('sources that disappear or cannot change', () => {
   });
 });
 
+/**
+ * web's app container with app.yaml as a subPath file, which kubelet copies at the container's
+ * start and never again; `more` adds to the template before the app is created.
+ */
+async function subPathApp(
+  ns: { admin: KubeConfig; name: string },
+  more: (spec: V1PodSpec, app: V1Container) => void = () => {},
+): Promise<AppPod> {
+  const deployment = webDeployment(1);
+  const spec = deployment.spec?.template.spec;
+  const app = spec?.containers[0];
+  if (!spec || !app) throw new Error('deployment template without a container');
+  app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
+  more(spec, app);
+  const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
+  writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
+  return pod;
+}
+
 describe('targets kubelet never updates', () => {
   const ns = useNamespace('agent-never');
 
   it('a subPath file and a Secret in env: drift after the debounce, one restart; the Secret value leaks nowhere', async () => {
-    const deployment = webDeployment(1);
-    const spec = deployment.spec?.template.spec;
-    const app = spec?.containers[0];
-    if (!spec || !app) throw new Error('deployment template without a container');
-    spec.volumes?.push({ name: 'secrets', secret: { secretName: 'web-secrets' } });
-    app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
-    app.env = [
-      { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: 'web-secrets', key: 'password' } } },
-    ];
-    const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
-    // The subPath file is a plain copy made at container start.
-    writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
+    const pod = await subPathApp(ns, (spec, app) => {
+      spec.volumes?.push({ name: 'secrets', secret: { secretName: 'web-secrets' } });
+      app.env = [
+        { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: 'web-secrets', key: 'password' } } },
+      ];
+    });
 
     const a = agent(pod, ['--grace', '10m', '--debounce', '1s']);
     await a.waitFor((l) => l.msg === 'recorded start baselines', 'the env baseline');
@@ -360,12 +379,7 @@ describe('behind HTTPS_PROXY', () => {
   const ns = useNamespace('agent-proxy');
 
   it('reaches the kubernetes Service through the proxy, over one tunnel, and restarts as without it', async () => {
-    const deployment = webDeployment(1);
-    const app = deployment.spec?.template.spec?.containers[0];
-    if (!app) throw new Error('deployment template without a container');
-    app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
-    const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
-    writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
+    const pod = await subPathApp(ns);
     const proxy = await apiServerProxy();
     try {
       const proxied: AppPod = {
