@@ -270,6 +270,19 @@ export async function restartRows({ kc, core, plane }: ProcessBench): Promise<vo
     target: '(report: the floor issue 12 sets)',
     ok: true,
   });
+  // Issue 12 has the agent read the source again (a quorum read) before it restarts anything,
+  // so no client that honours it can patch sooner than the raw client that reads first. This row
+  // holds that client itself to issue 13's goal: where it misses, the goal cannot be met by any
+  // agent that keeps issue 12's read, however little work of its own it does.
+  const floorOverAtP99 = percentile(rawReadPatchLatency, 99) - percentile(rawPatchLatency, 99);
+  rows.push({
+    what: '  the floor itself, against the raw patch',
+    ours: `${fmt(percentile(rawReadPatchLatency, 50))} / ${fmt(percentile(rawReadPatchLatency, 99))} ms`,
+    baseline: `raw watch -> patch ${fmt(percentile(rawPatchLatency, 50))} / ${fmt(percentile(rawPatchLatency, 99))} ms`,
+    relation: latencyRelation(rawReadPatchLatency, rawPatchLatency),
+    target: `(report: the floor ${floorOverAtP99 <= 5 ? 'meets' : 'misses'} p99 <= raw + 5 ms)`,
+    ok: true,
+  });
   rows.push({
     what: '  against a raw client making its requests',
     ours: '',
