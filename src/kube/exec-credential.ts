@@ -36,6 +36,8 @@ export interface ExecCluster {
   /** The CA bundle, base64 (the PEM bytes, as Go's []byte marshals). */
   readonly 'certificate-authority-data'?: string;
   readonly 'proxy-url'?: string;
+  /** The cluster's exec extension from the kubeconfig, as written (kubeconfig-raw.ts). */
+  readonly config?: unknown;
 }
 
 export interface ExecCredential {

@@ -1,26 +1,17 @@
 // The kubeconfig connection: client-node reads the kubeconfig files and runs the user's
 // authentication (token, client certificate, OIDC and the other auth providers) on every
 // request; an exec plugin and a tokenFile config-sync runs itself (exec-credential.ts,
-// kubeconfig-token-file.ts), where client-node loses what an operator needs; the transport sends. Loaded only when the scope is a kubeconfig
-// (src/kube/client.ts imports this module lazily), so the in-cluster agent never loads
-// client-node's runtime.
+// kubeconfig-raw.ts), where client-node loses what an operator needs; the transport sends.
+// Loaded only when the scope is a kubeconfig (src/kube/client.ts imports this module lazily), so
+// the in-cluster agent never loads client-node's runtime.
 import fs from 'node:fs';
 import type https from 'node:https';
 import { type Cluster, KubeConfig } from '@kubernetes/client-node';
 import { ConfigSyncError } from '../errors.ts';
 import { type ExecCluster, type ExecConfig, execCredentialSource } from './exec-credential.ts';
 import { bearerToken, RotatingFile } from './in-cluster-connection.ts';
-import { tokenFiles } from './kubeconfig-token-file.ts';
+import { execExtensionOf, tokenFileOf } from './kubeconfig-raw.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
-
-/** The tokenFile of `user` in the first file that defines that user, if it sets one. */
-function tokenFileOf(files: readonly string[], user: string): string | undefined {
-  for (const file of files) {
-    const found = tokenFiles(file).get(user);
-    if (found) return found;
-  }
-  return undefined;
-}
 
 /** A KUBECONFIG list merged as kubectl merges it: the first file that defines a name wins. */
 function mergedKubeConfig(files: readonly string[], context: string): KubeConfig {
@@ -39,20 +30,25 @@ function mergedKubeConfig(files: readonly string[], context: string): KubeConfig
   return kc;
 }
 
-/** The cluster as an exec plugin is told of it (provideClusterInfo), as client-go tells it. */
-function execCluster(cluster: Cluster): ExecCluster {
+/**
+ * The cluster as an exec plugin is told of it (provideClusterInfo), as client-go tells it: with
+ * the cluster's exec extension from the kubeconfig files as `config`.
+ */
+function execCluster(cluster: Cluster, files: readonly string[]): ExecCluster {
   // client-go reads a certificate-authority file into the data it hands over.
   const ca = cluster.caData
     ? Buffer.from(cluster.caData, 'base64')
     : cluster.caFile
       ? readCaFile(cluster.caFile, cluster.name)
       : undefined;
+  const config = execExtensionOf(files, cluster.name);
   return {
     server: cluster.server,
     ...(cluster.tlsServerName ? { 'tls-server-name': cluster.tlsServerName } : {}),
     ...(cluster.skipTLSVerify ? { 'insecure-skip-tls-verify': true } : {}),
     ...(ca ? { 'certificate-authority-data': ca.toString('base64') } : {}),
     ...(cluster.proxyUrl ? { 'proxy-url': cluster.proxyUrl } : {}),
+    ...(config === undefined ? {} : { config }),
   };
 }
 
@@ -80,7 +76,11 @@ export function kubeconfigConnection(files: readonly string[], context: string):
   const exec = current?.exec as ExecConfig | undefined;
   const execCredential =
     exec && userName
-      ? execCredentialSource(exec, userName, exec.provideClusterInfo ? execCluster(cluster) : undefined)
+      ? execCredentialSource(
+          exec,
+          userName,
+          exec.provideClusterInfo ? execCluster(cluster, files) : undefined,
+        )
       : undefined;
   if (exec && current) kc.users = kc.users.map((u) => (u === current ? { ...u, exec: undefined } : u));
   // The proxy-url is the scope's (proxy.ts) and the transport tunnels through it itself:

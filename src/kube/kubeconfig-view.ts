@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig, type User } from '@kubernetes/client-node';
-import { tokenFiles } from './kubeconfig-token-file.ts';
+import { tokenFiles } from './kubeconfig-raw.ts';
 import type { CredentialKind, KubeconfigView, LoadedKubeconfig } from './scope.ts';
 
 /**

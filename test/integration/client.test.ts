@@ -345,12 +345,19 @@ const execCredentialJson = (token: string) =>
   });
 
 /** A kubeconfig in `dir` whose user runs `dir/plugin.sh`, a shell script of `body`. */
-function execPluginKubeconfig(dir: string, body: string, exec: Record<string, unknown> = {}): string {
+function execPluginKubeconfig(
+  dir: string,
+  body: string,
+  exec: Record<string, unknown> = {},
+  clusterFields: Record<string, unknown> = {},
+): string {
   const plugin = path.join(dir, 'plugin.sh');
   fs.writeFileSync(plugin, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
-  return writeKubeconfig(dir, {
-    exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, ...exec },
-  });
+  return writeKubeconfig(
+    dir,
+    { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, ...exec } },
+    clusterFields,
+  );
 }
 
 /** The operator's scope from a kubeconfig file, as `--kubeconfig` resolves it. */
@@ -408,8 +415,14 @@ describe('a kubeconfig exec plugin whose token the API refuses', () => {
 });
 
 describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo)', () => {
-  it('is told the server and its CA in KUBERNETES_EXEC_INFO, as client-go tells it; one that does not ask is not', async () => {
+  it("is told the server, its CA and the cluster's exec extension in KUBERNETES_EXEC_INFO, as client-go tells it; one that does not ask is not", async () => {
     const reader = await identityWithRules('exec-cluster-info');
+    // Per-cluster settings for the plugin (client-go's reserved extension name), beside one that
+    // is not the plugin's.
+    const extensions = [
+      { name: 'example.com/not-the-plugins', extension: { ignored: true } },
+      { name: 'client.authentication.k8s.io/exec', extension: { audience: '06e3fbd18de8', tiers: [1, 2] } },
+    ];
     const infoOf = async (provideClusterInfo: boolean) => {
       const dir = tempDir('client-exec-info-');
       const info = path.join(dir, 'exec-info.json');
@@ -417,6 +430,7 @@ describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo
         dir,
         `printf '%s' "$KUBERNETES_EXEC_INFO" > ${info}\necho '${execCredentialJson(reader.token)}'`,
         { provideClusterInfo },
+        { extensions },
       );
       const { createKubeClient } = await import('../../src/kube/client.ts');
       expect((await readConfigMap(createKubeClient(await kubeconfigScope(file)))).data).toEqual({ k: 'v' });
@@ -431,6 +445,7 @@ describe('a kubeconfig exec plugin that asks for the cluster (provideClusterInfo
     expect(
       Buffer.from(String(asked.spec.cluster?.['certificate-authority-data']), 'base64').toString('utf8'),
     ).toBe(cp.caPem);
+    expect(asked.spec.cluster?.config).toEqual({ audience: '06e3fbd18de8', tiers: [1, 2] });
     expect((await infoOf(false)).spec).toEqual({ interactive: false });
   });
 });
