@@ -30,9 +30,9 @@ import { referencedSources, targetSources } from '../discover/targets.ts';
 import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ownerResolver } from '../heal/owner.ts';
 import type { OwnerState, Plan } from '../heal/planner.ts';
-import { policyRefusal } from '../heal/policy.ts';
 import {
   actionKey,
+  conditionNote,
   type HealReport,
   planReport,
   type RestartOutcome,
@@ -121,8 +121,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   let lastVerdict = new Map<string, string>();
   let lastActionKey = '';
   let status: WrittenStatus | undefined;
-  /** Why the policy gate refused the last restart: it goes into the condition's message. */
-  let policyNote: string | undefined;
+  /** Why the last plan did not restart, where an operator must act: into the condition's message. */
+  let refusalNote: string | undefined;
   // When the containers started: for env and subPath targets, the app's start decides what it
   // holds when it and the agent did not start together (container-view.ts).
   const agentStartedAt = Date.now() - process.uptime() * 1000;
@@ -173,7 +173,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         now,
         signal,
       );
-      policyNote = policyRefusal(plan);
+      refusalNote = conditionNote(plan);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
       if (key !== lastActionKey) {
@@ -239,7 +239,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       })
       .filter(Boolean)
       .join(',');
-    const write = statusToWrite(verdicts, versions, status, now, options.heartbeatMs, policyNote);
+    const write = statusToWrite(verdicts, versions, status, now, options.heartbeatMs, refusalNote);
     if (!write) return;
     try {
       await writePodStatus(rt.client, rt.namespace, podRef.name, write.update);
@@ -393,7 +393,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (allInSync) {
       metrics.lastSuccess.set(now / 1000);
       lastActionKey = '';
-      policyNote = undefined;
+      refusalNote = undefined;
     }
     await recordBaselines(pass);
 

@@ -117,7 +117,9 @@ export type EventReason =
   | 'InSync'
   | 'Reloaded'
   | 'ReloadFailed'
-  | 'PolicyDenied';
+  | 'PolicyDenied'
+  | 'WorkloadPaused'
+  | 'UpdateOnDelete';
 
 export interface PodRef {
   readonly name: string;

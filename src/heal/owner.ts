@@ -12,7 +12,15 @@
 import type { V1ObjectMeta, V1OwnerReference, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { REPLICA_SET, WORKLOADS, type WorkloadKind, workloadRef, workloadType } from '../kube/resources.ts';
+import { definedOnly } from '../kube/defined-only.ts';
+import {
+  REPLICA_SET,
+  type RolloutGate,
+  WORKLOADS,
+  type WorkloadKind,
+  workloadRef,
+  workloadType,
+} from '../kube/resources.ts';
 import type { OwnerState } from './planner.ts';
 import type { WorkloadHealth } from './policy.ts';
 
@@ -59,7 +67,14 @@ export async function findOwner(client: KubeClient, namespace: string, pod: V1Po
 
 export interface WorkloadObject {
   readonly metadata?: V1ObjectMeta;
-  readonly spec?: { readonly replicas?: number; readonly template?: { readonly metadata?: V1ObjectMeta } };
+  readonly spec?: {
+    readonly replicas?: number;
+    readonly template?: { readonly metadata?: V1ObjectMeta };
+    /** A Deployment's (kubectl rollout pause). */
+    readonly paused?: boolean;
+    /** A StatefulSet's or DaemonSet's. */
+    readonly updateStrategy?: { readonly type?: string };
+  };
   readonly status?: {
     readonly observedGeneration?: number;
     readonly replicas?: number;
@@ -104,9 +119,24 @@ export function restartAnnotationsOf(
 }
 
 /**
+ * Why a change of the workload's pod template replaces none of its Pods now, if that is so: its
+ * kind's rollout gate (kube/resources.ts, RolloutGate) closed in the object as read.
+ */
+export function rolloutHeldBy(kind: WorkloadKind, obj: WorkloadObject): RolloutGate | undefined {
+  switch (WORKLOADS[kind].rolloutGate) {
+    case 'paused':
+      return obj.spec?.paused === true ? 'paused' : undefined;
+    case 'on-delete':
+      return obj.spec?.updateStrategy?.type === 'OnDelete' ? 'on-delete' : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
  * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
  * them (the restart patch applies only while they are as read), its labels, its rollout state,
- * and its resourceVersion (shown in the plan).
+ * whether a restart would replace any Pod now, and its resourceVersion (shown in the plan).
  */
 export async function readWorkload(
   client: KubeClient,
@@ -125,6 +155,7 @@ export async function readWorkload(
       restartAnnotations: kept ?? null,
       labels: obj.metadata?.labels ?? {},
       health: workloadHealth(kind, obj),
+      ...definedOnly({ rolloutHeld: rolloutHeldBy(kind, obj) }),
     },
   };
 }

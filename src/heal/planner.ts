@@ -6,7 +6,7 @@ import type { Verdict } from '../verify/verdict.ts';
 export type HealMode = 'restart' | 'alert-only';
 
 import { ANNOTATION } from '../kube/annotations.ts';
-import { RESTARTABLE_KINDS, WORKLOADS, type WorkloadKind } from '../kube/resources.ts';
+import { RESTARTABLE_KINDS, type RolloutGate, WORKLOADS, type WorkloadKind } from '../kube/resources.ts';
 import type { WorkloadHealth } from './policy.ts';
 
 export type { WorkloadKind };
@@ -25,6 +25,11 @@ export interface WorkloadState {
   readonly labels?: Readonly<Record<string, string>>;
   /** Its rollout state, from its status (the policy gate's --only-when-settled). */
   readonly health?: WorkloadHealth;
+  /**
+   * Set when a change of its pod template replaces none of its Pods now (paused, or updating
+   * only the Pods someone deletes): a restart would restart nothing (owner.ts, rolloutHeldBy).
+   */
+  readonly rolloutHeld?: RolloutGate;
 }
 
 export type OwnerState =
@@ -60,7 +65,9 @@ export type AlertReason =
   | 'PodTerminating'
   | 'AlertOnly'
   | 'RateLimited'
-  | 'PolicyDenied';
+  | 'PolicyDenied'
+  | 'WorkloadPaused'
+  | 'UpdateOnDelete';
 
 export interface Plan {
   readonly decision: Decision;
@@ -100,9 +107,16 @@ export interface Plan {
  *  (5) mode alert-only: alert;
  *  (6) the workload already carries the expected config hash: if this pod was created by that
  *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
- *      a sibling restarted it already: deduped. A pod was created by the restart when it carries
- *      the hash (inherited from the template), or, for a kind whose Pods do not inherit it
- *      (spec.restartAt), when it was created in the second of the restart or later;
+ *      a sibling restarted it already: deduped, unless the workload replaces no Pod now (6b:
+ *      paused, or OnDelete), when no new Pods are on their way and saying so would hide the
+ *      drift: alert, with what would let the restart through. A pod was created by the restart
+ *      when it carries the hash (inherited from the template), or, for a kind whose Pods do not
+ *      inherit it (spec.restartAt), when it was created in the second of the restart or later;
+ *  (6c) the workload replaces no Pod now: alert (WorkloadPaused, UpdateOnDelete), never restart.
+ *      A restart would change the template and replace nothing: the drift would stay, reported
+ *      as healed. Paused: kubectl refuses to restart a paused Deployment too; once it is resumed
+ *      the next pass restarts it (or the rollout the resume starts brings new Pods, which mount
+ *      the sources afresh). OnDelete: only deleting this Pod brings one with the current config;
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
  *  (8) restart, with a patch the API server applies only while the restart annotations are as
  *      read (executor.ts): the replica that restarts first changes them, and the others, which
@@ -181,6 +195,14 @@ export function planHeal(input: PlanInput): Plan {
       reasons: [...why, 'not restarting: --on-drift alert-only'],
     };
   }
+  // (6b), (6c)
+  const heldPlan = (gate: RolloutGate, restarted: boolean): Plan => ({
+    ...base,
+    workload,
+    decision: 'alert',
+    alert: gate === 'paused' ? 'WorkloadPaused' : 'UpdateOnDelete',
+    reasons: [...why, rolloutHeldLine(w, gate, configHash, restarted)],
+  });
   // (6)
   const last = Date.parse(kept[ANNOTATION.restartedAt] ?? '');
   const lastHash = kept[ANNOTATION.configHash];
@@ -203,6 +225,8 @@ export function planHeal(input: PlanInput): Plan {
         ],
       };
     }
+    // (6b)
+    if (w.rolloutHeld) return heldPlan(w.rolloutHeld, true);
     return {
       ...base,
       workload,
@@ -213,6 +237,8 @@ export function planHeal(input: PlanInput): Plan {
       ],
     };
   }
+  // (6c)
+  if (w.rolloutHeld) return heldPlan(w.rolloutHeld, false);
   // (7)
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
@@ -238,4 +264,25 @@ export function planHeal(input: PlanInput): Plan {
       `restart ${w.kind} ${w.name} with config ${configHash}, if its restart annotations are still as read at resourceVersion ${w.resourceVersion} (${lastHash === undefined ? 'no restart by config-sync yet' : `last restarted for config ${lastHash}`}); a replica that restarts it first makes this one dedupe`,
     ],
   };
+}
+
+/**
+ * (6b), (6c) What keeps a restart of `w` from replacing this Pod, and what would: `restarted`,
+ * the workload already carries the config (a restart made before it was held, or by hand).
+ */
+function rolloutHeldLine(
+  w: WorkloadState,
+  gate: RolloutGate,
+  configHash: string,
+  restarted: boolean,
+): string {
+  const ref = `${w.kind.toLowerCase()}/${w.name}`;
+  if (gate === 'paused') {
+    return restarted
+      ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it is paused: no new pods come until it is resumed (kubectl rollout resume ${ref})`
+      : `not restarting: ${w.kind} ${w.name} is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume ${ref}) and the next pass restarts it`;
+  }
+  return restarted
+    ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`
+    : `not restarting: ${w.kind} ${w.name} replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config`;
 }

@@ -8,10 +8,12 @@
 //      planning) -> a log line only, the agent re-reads and plans again; failed -> HealFailed,
 //      whose Event is not repeated for the same key;
 //  (3) deduped and alert plans are told once per key; an alert's Event reason names what kept
-//      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied) or is Drifted;
+//      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied, WorkloadPaused,
+//      UpdateOnDelete) or is Drifted;
 //  (4) a plan with nothing to do tells nothing.
 import type { EventReason } from './executor.ts';
-import type { Plan } from './planner.ts';
+import type { AlertReason, Plan } from './planner.ts';
+import { policyRefusal } from './policy.ts';
 
 export interface HealReport {
   readonly metric: { readonly action: string; readonly result: string };
@@ -69,6 +71,19 @@ export function restartReport(plan: Plan, outcome: RestartOutcome, repeated: boo
   };
 }
 
+/** (3) The alerts whose Event is named after them; the others' is Drifted. */
+const EVENT_ALERTS = [
+  'CircuitOpen',
+  'SourceMissing',
+  'PolicyDenied',
+  'WorkloadPaused',
+  'UpdateOnDelete',
+] as const satisfies readonly (AlertReason & EventReason)[];
+
+function isEventAlert(alert: AlertReason | undefined): alert is (typeof EVENT_ALERTS)[number] {
+  return (EVENT_ALERTS as readonly (AlertReason | undefined)[]).includes(alert);
+}
+
 /** (3) and (4): a plan that restarts nothing, told once per key. */
 export function planReport(plan: Plan, repeated: boolean): HealReport | undefined {
   if (repeated) return undefined;
@@ -88,10 +103,7 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
       event: { reason: 'Deduped', message: plan.reasons.at(-1) ?? '', type: 'Normal' },
     };
   if (plan.decision === 'alert') {
-    const reason: EventReason =
-      plan.alert === 'CircuitOpen' || plan.alert === 'SourceMissing' || plan.alert === 'PolicyDenied'
-        ? plan.alert
-        : 'Drifted';
+    const reason: EventReason = isEventAlert(plan.alert) ? plan.alert : 'Drifted';
     return {
       metric: { action: 'alert', result: plan.alert ?? 'unknown' },
       log: {
@@ -102,5 +114,16 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
       event: { reason, message: plan.reasons.join('; '), type: 'Warning' },
     };
   }
+  return undefined;
+}
+
+/**
+ * Why the last plan did not restart, for the InSync condition's message, where an operator must
+ * act: the refusing policy's line (PolicyDenied), or what holds the workload's rollout and how to
+ * let it through (WorkloadPaused, UpdateOnDelete). Undefined otherwise.
+ */
+export function conditionNote(plan: Plan): string | undefined {
+  if (plan.alert === 'PolicyDenied') return policyRefusal(plan);
+  if (plan.alert === 'WorkloadPaused' || plan.alert === 'UpdateOnDelete') return plan.reasons.at(-1);
   return undefined;
 }

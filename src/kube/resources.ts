@@ -23,6 +23,19 @@ export type WorkloadKind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Rollout
  */
 export type RestartMethod = 'template-annotations' | 'restart-at';
 
+/**
+ * What, in the object, can make a change of its pod template replace none of its Pods now
+ * (heal/owner.ts reads it; the planner then does not restart):
+ *  - `paused`: spec.paused, a Deployment paused with `kubectl rollout pause`; its controller
+ *    rolls nothing out until it is resumed, and kubectl refuses to restart it ("can't restart
+ *    paused deployment (run rollout resume first)", kubectl's objectrestarter.go);
+ *  - `on-delete`: spec.updateStrategy.type OnDelete, a StatefulSet or DaemonSet whose controller
+ *    replaces a Pod only when someone deletes it.
+ * A Rollout has none: Argo Rollouts' restart (spec.restartAt) deletes its Pods one by one
+ * whether or not it is paused (rollout/restart.go).
+ */
+export type RolloutGate = 'paused' | 'on-delete';
+
 export interface WorkloadType {
   readonly kind: WorkloadKind;
   readonly group: string;
@@ -39,6 +52,7 @@ export interface WorkloadType {
   /** Where its pod template is in the object (every kind here: spec.template). */
   readonly podTemplatePath: readonly string[];
   readonly restart: RestartMethod;
+  readonly rolloutGate?: RolloutGate;
 }
 
 export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
@@ -51,6 +65,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     podTemplateHashLabel: 'pod-template-hash',
     podTemplatePath: ['spec', 'template'],
     restart: 'template-annotations',
+    rolloutGate: 'paused',
   },
   StatefulSet: {
     kind: 'StatefulSet',
@@ -60,6 +75,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     viaReplicaSet: false,
     podTemplatePath: ['spec', 'template'],
     restart: 'template-annotations',
+    rolloutGate: 'on-delete',
   },
   DaemonSet: {
     kind: 'DaemonSet',
@@ -69,6 +85,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     viaReplicaSet: false,
     podTemplatePath: ['spec', 'template'],
     restart: 'template-annotations',
+    rolloutGate: 'on-delete',
   },
   Rollout: {
     kind: 'Rollout',

@@ -31,7 +31,7 @@ export function statusToWrite(
   last: WrittenStatus | undefined,
   now: number,
   heartbeatMs: number,
-  /** Why nothing was done about the drift (the policy gate's refusal), for the message. */
+  /** Why nothing was done about the drift (heal/report.ts, conditionNote), for the message. */
   note?: string,
 ): { update: PodStatusUpdate; written: WrittenStatus } | undefined {
   // (1)

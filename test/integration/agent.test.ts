@@ -375,6 +375,66 @@ describe('targets kubelet never updates', () => {
   });
 });
 
+describe('a paused Deployment', () => {
+  const ns = useNamespace('agent-paused');
+
+  it('is not restarted, as kubectl would not, and the drift says why and how; resumed, it is restarted once', async () => {
+    const pod = await subPathApp(ns);
+    const deployments = ns.admin.makeApiClient(AppsV1Api);
+    const pause = (paused: boolean) =>
+      deployments.patchNamespacedDeployment({
+        name: 'web',
+        namespace: ns.name,
+        body: [{ op: 'add', path: '/spec/paused', value: paused }],
+      });
+    await pause(true);
+    const a = agent(pod, ['--debounce', '1s', '--resync', '2s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    const before = await templateAnnotations(ns.admin, ns.name);
+
+    // A change the subPath file never gets: drift, which a restart would heal, but no restart of
+    // a paused Deployment replaces a Pod.
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const held = await a.waitFor((l) => l.alert === 'WorkloadPaused', 'WorkloadPaused');
+    const why =
+      'not restarting: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it';
+    expect(held.reasons).toContain(why);
+    const event = await waitFor(
+      async () => (await events(ns.admin, ns.name, pod.name)).find((e) => e.reason === 'WorkloadPaused'),
+      { what: 'the WorkloadPaused Event' },
+    );
+    expect(event).toMatchObject({ type: 'Warning' });
+    expect(event.message).toContain(why);
+    const condition = await waitFor(
+      async () => {
+        const { condition: c } = await podCondition(ns.admin, ns.name, pod.name);
+        return c?.status === 'False' && c.message?.includes('paused') ? c : undefined;
+      },
+      { what: 'the condition naming the pause' },
+    );
+    expect(condition.message).toContain(why);
+    const dry = await cli(['heal', '--dry-run', '--debounce', '1s'], pod.env);
+    expect(dry.status).toBe(1);
+    expect(dry.stdout).toContain('plan: alert (WorkloadPaused), no restart');
+    expect(dry.stdout).toContain(why);
+    // Three resyncs later: still not restarted, and told once.
+    const checks = async () => sample(await a.metrics(), 'config_sync_checks_total') ?? 0;
+    const checked = await checks();
+    await waitFor(async () => ((await checks()) >= checked + 3 ? true : undefined), {
+      what: 'three more passes',
+    });
+    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
+    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(before);
+    expect(
+      sample(await a.metrics(), 'config_sync_heal_total', { action: 'alert', result: 'WorkloadPaused' }),
+    ).toBe(1);
+
+    await pause(false);
+    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart once resumed');
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toEqual(before);
+  });
+});
+
 describe('behind HTTPS_PROXY', () => {
   const ns = useNamespace('agent-proxy');
 

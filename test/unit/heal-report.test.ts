@@ -2,7 +2,7 @@
 // Event, and that the same news is not told twice.
 import { describe, expect, it } from 'vitest';
 import type { Plan } from '../../src/heal/planner.ts';
-import { actionKey, planReport, restartReport } from '../../src/heal/report.ts';
+import { actionKey, conditionNote, planReport, restartReport } from '../../src/heal/report.ts';
 
 const plan = (p: Partial<Plan>): Plan =>
   ({
@@ -65,6 +65,11 @@ describe('planReport', () => {
     const alert = (a: string) => planReport(plan({ decision: 'alert', alert: a } as Partial<Plan>), false);
     expect(alert('CircuitOpen')?.event?.reason).toBe('CircuitOpen');
     expect(alert('SourceMissing')?.event?.reason).toBe('SourceMissing');
+    expect(alert('PolicyDenied')?.event?.reason).toBe('PolicyDenied');
+    expect(alert('WorkloadPaused')?.event).toMatchObject({ reason: 'WorkloadPaused', type: 'Warning' });
+    expect(alert('UpdateOnDelete')?.event).toMatchObject({ reason: 'UpdateOnDelete', type: 'Warning' });
+    expect(alert('UpdateOnDelete')?.metric).toEqual({ action: 'alert', result: 'UpdateOnDelete' });
+    expect(alert('RateLimited')?.event?.reason).toBe('Drifted');
     expect(alert('AlertOnly')?.event?.reason).toBe('Drifted');
     expect(alert('AlertOnly')?.metric).toEqual({ action: 'alert', result: 'AlertOnly' });
     expect(alert('AlertOnly')?.event?.message).toBe(
@@ -73,5 +78,30 @@ describe('planReport', () => {
   });
   it('nothing to do: nothing told', () => {
     expect(planReport(plan({ decision: 'none' }), false)).toBeUndefined();
+  });
+});
+
+describe('conditionNote', () => {
+  it("carries, into the InSync condition, what an operator must do: a held rollout's way through, a policy's refusal", () => {
+    const held = plan({
+      decision: 'alert',
+      alert: 'WorkloadPaused',
+      reasons: ['app:/etc/log.yaml: SubPathStale: ...', 'not restarting: Deployment web is paused, ...'],
+    });
+    expect(conditionNote(held)).toBe('not restarting: Deployment web is paused, ...');
+    expect(conditionNote({ ...held, alert: 'UpdateOnDelete' })).toBe(
+      'not restarting: Deployment web is paused, ...',
+    );
+    expect(
+      conditionNote(
+        plan({ decision: 'alert', alert: 'PolicyDenied', reasons: ['x', 'window closed', 'denied'] }),
+      ),
+    ).toBe('window closed');
+  });
+
+  it('is nothing for the other plans', () => {
+    expect(conditionNote(plan({ decision: 'alert', alert: 'AlertOnly' }))).toBeUndefined();
+    expect(conditionNote(plan({ decision: 'deduped' }))).toBeUndefined();
+    expect(conditionNote(plan({ decision: 'restart' }))).toBeUndefined();
   });
 });

@@ -159,4 +159,89 @@ describe('planHeal', () => {
       'not restarting: Job batch-1 is not a Deployment, StatefulSet, DaemonSet or Rollout',
     );
   });
+
+  describe('a workload that would replace no pod (WorkloadPaused, UpdateOnDelete)', () => {
+    const held = (
+      kind: 'Deployment' | 'StatefulSet',
+      rolloutHeld: 'paused' | 'on-delete',
+      annotations: Record<string, string> = {},
+    ): OwnerState => ({
+      type: 'workload',
+      workload: { kind, name: 'web', resourceVersion: '42', restartAnnotations: annotations, rolloutHeld },
+    });
+
+    it('does not restart a paused Deployment, as kubectl does not, and says how to let the restart through', () => {
+      const plan = planHeal(input({ owner: held('Deployment', 'paused') }));
+      expect(plan).toMatchObject({ decision: 'alert', alert: 'WorkloadPaused' });
+      expect(plan.retryAt).toBeUndefined();
+      expect(plan.reasons).toEqual([
+        'app:/etc/app: ContentDrift: files differ',
+        'not restarting: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it',
+      ]);
+    });
+
+    it('does not restart a StatefulSet that replaces pods only when they are deleted', () => {
+      const plan = planHeal(input({ owner: held('StatefulSet', 'on-delete') }));
+      expect(plan).toMatchObject({ decision: 'alert', alert: 'UpdateOnDelete' });
+      expect(plan.reasons.at(-1)).toBe(
+        'not restarting: StatefulSet web replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config',
+      );
+    });
+
+    it('never says new pods are on their way where none come: a restart for this config already made is held too', () => {
+      const paused = planHeal(
+        input({ owner: held('Deployment', 'paused', { [ANNOTATION.configHash]: 'new' }) }),
+      );
+      expect(paused).toMatchObject({ decision: 'alert', alert: 'WorkloadPaused' });
+      expect(paused.reasons.at(-1)).toBe(
+        'Deployment web was restarted for config new, but it is paused: no new pods come until it is resumed (kubectl rollout resume deployment/web)',
+      );
+      const onDelete = planHeal(
+        input({ owner: held('StatefulSet', 'on-delete', { [ANNOTATION.configHash]: 'new' }) }),
+      );
+      expect(onDelete).toMatchObject({ decision: 'alert', alert: 'UpdateOnDelete' });
+      expect(onDelete.reasons.at(-1)).toBe(
+        'StatefulSet web was restarted for config new, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config',
+      );
+    });
+
+    it('still opens the circuit for a pod that came from the restart, and still waits for nothing drifted', () => {
+      expect(
+        planHeal(
+          input({
+            owner: held('Deployment', 'paused', { [ANNOTATION.configHash]: 'new' }),
+            podConfigHash: 'new',
+          }),
+        ).alert,
+      ).toBe('CircuitOpen');
+      expect(planHeal(input({ owner: held('Deployment', 'paused'), verdicts: [inSync] })).decision).toBe(
+        'none',
+      );
+    });
+
+    it('is named before a rate limit (which no wait would lift) and after alert-only and a pod being deleted', () => {
+      const recent = new Date(NOW - 60_000).toISOString();
+      expect(
+        planHeal(
+          input({
+            owner: held('Deployment', 'paused', {
+              [ANNOTATION.restartedAt]: recent,
+              [ANNOTATION.configHash]: 'older',
+            }),
+          }),
+        ).alert,
+      ).toBe('WorkloadPaused');
+      expect(
+        planHeal(
+          input({
+            owner: held('Deployment', 'paused'),
+            policy: { mode: 'alert-only', minRestartIntervalMs: 0 },
+          }),
+        ).alert,
+      ).toBe('AlertOnly');
+      expect(planHeal(input({ owner: held('Deployment', 'paused'), podTerminating: true })).alert).toBe(
+        'PodTerminating',
+      );
+    });
+  });
 });

@@ -4,7 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { restartPatch } from '../../src/heal/executor.ts';
-import { podOwnerStep, replicaSetOwnerStep } from '../../src/heal/owner.ts';
+import { podOwnerStep, replicaSetOwnerStep, rolloutHeldBy } from '../../src/heal/owner.ts';
 import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
@@ -48,6 +48,29 @@ describe('the workload table', () => {
 
   it('names every kind in messages', () => {
     expect(RESTARTABLE_KINDS).toBe('Deployment, StatefulSet, DaemonSet or Rollout');
+  });
+});
+
+describe('a workload whose rollout is held, from its row', () => {
+  it('is a paused Deployment, and a StatefulSet or DaemonSet updating on delete', () => {
+    expect(rolloutHeldBy('Deployment', { spec: { paused: true } })).toBe('paused');
+    expect(rolloutHeldBy('Deployment', { spec: { paused: false } })).toBeUndefined();
+    expect(rolloutHeldBy('Deployment', {})).toBeUndefined();
+    for (const kind of ['StatefulSet', 'DaemonSet'] as const) {
+      expect(rolloutHeldBy(kind, { spec: { updateStrategy: { type: 'OnDelete' } } })).toBe('on-delete');
+      expect(rolloutHeldBy(kind, { spec: { updateStrategy: { type: 'RollingUpdate' } } })).toBeUndefined();
+      expect(rolloutHeldBy(kind, { spec: {} })).toBeUndefined();
+      // Only a Deployment's controller reads spec.paused.
+      expect(rolloutHeldBy(kind, { spec: { paused: true } })).toBeUndefined();
+    }
+    expect(rolloutHeldBy('Deployment', { spec: { updateStrategy: { type: 'OnDelete' } } })).toBeUndefined();
+  });
+
+  it("is never a Rollout: Argo's restart deletes its pods one by one, paused or not", () => {
+    expect(WORKLOADS.Rollout.rolloutGate).toBeUndefined();
+    expect(
+      rolloutHeldBy('Rollout', { spec: { paused: true, updateStrategy: { type: 'OnDelete' } } }),
+    ).toBeUndefined();
   });
 });
 
