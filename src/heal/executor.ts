@@ -119,7 +119,8 @@ export type EventReason =
   | 'ReloadFailed'
   | 'PolicyDenied'
   | 'WorkloadPaused'
-  | 'UpdateOnDelete';
+  | 'UpdateOnDelete'
+  | 'UpdatePartitioned';
 
 export interface PodRef {
   readonly name: string;

@@ -73,7 +73,10 @@ export interface WorkloadObject {
     /** A Deployment's (kubectl rollout pause). */
     readonly paused?: boolean;
     /** A StatefulSet's or DaemonSet's. */
-    readonly updateStrategy?: { readonly type?: string };
+    readonly updateStrategy?: {
+      readonly type?: string;
+      readonly rollingUpdate?: { readonly partition?: number };
+    };
   };
   readonly status?: {
     readonly observedGeneration?: number;
@@ -134,6 +137,18 @@ export function rolloutHeldBy(kind: WorkloadKind, obj: WorkloadObject): RolloutG
 }
 
 /**
+ * The ordinal below which a rolling update leaves a StatefulSet's Pods alone (kube/resources.ts,
+ * `partitioned`), where it is above 0; the Pods of that ordinal and above are replaced.
+ */
+export function updatePartitionOf(kind: WorkloadKind, obj: WorkloadObject): number | undefined {
+  if (!WORKLOADS[kind].partitioned) return undefined;
+  const strategy = obj.spec?.updateStrategy;
+  if (strategy?.type === 'OnDelete') return undefined;
+  const partition = strategy?.rollingUpdate?.partition;
+  return partition !== undefined && partition > 0 ? partition : undefined;
+}
+
+/**
  * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
  * them (the restart patch applies only while they are as read), its labels, its rollout state,
  * whether a restart would replace any Pod now, and its resourceVersion (shown in the plan).
@@ -155,7 +170,10 @@ export async function readWorkload(
       restartAnnotations: kept ?? null,
       labels: obj.metadata?.labels ?? {},
       health: workloadHealth(kind, obj),
-      ...definedOnly({ rolloutHeld: rolloutHeldBy(kind, obj) }),
+      ...definedOnly({
+        rolloutHeld: rolloutHeldBy(kind, obj),
+        updatePartition: updatePartitionOf(kind, obj),
+      }),
     },
   };
 }

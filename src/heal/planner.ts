@@ -30,7 +30,17 @@ export interface WorkloadState {
    * only the Pods someone deletes): a restart would restart nothing (owner.ts, rolloutHeldBy).
    */
   readonly rolloutHeld?: RolloutGate;
+  /**
+   * A StatefulSet's rolling update partition, where above 0: a restart replaces only its Pods of
+   * that ordinal and above (owner.ts, updatePartitionOf).
+   */
+  readonly updatePartition?: number;
 }
+
+/** Why a restart of the workload would not replace this Pod (steps 6b, 6c). */
+type RolloutHold =
+  | { readonly by: RolloutGate }
+  | { readonly by: 'partition'; readonly partition: number; readonly ordinal: number };
 
 export type OwnerState =
   | { readonly type: 'workload'; readonly workload: WorkloadState }
@@ -50,6 +60,8 @@ export interface PlanInput {
   readonly podCreatedAt?: number | undefined;
   /** The pod is being deleted (its deletionTimestamp is set), as last read. */
   readonly podTerminating?: boolean;
+  /** A StatefulSet pod's ordinal (pod-plan.ts), for its workload's update partition. */
+  readonly podOrdinal?: number | undefined;
   /** The digest of every source as the API has it now. */
   readonly expectedConfigHash: string;
   readonly policy: HealPolicy;
@@ -67,7 +79,8 @@ export type AlertReason =
   | 'RateLimited'
   | 'PolicyDenied'
   | 'WorkloadPaused'
-  | 'UpdateOnDelete';
+  | 'UpdateOnDelete'
+  | 'UpdatePartitioned';
 
 export interface Plan {
   readonly decision: Decision;
@@ -112,11 +125,14 @@ export interface Plan {
  *      drift: alert, with what would let the restart through. A pod was created by the restart
  *      when it carries the hash (inherited from the template), or, for a kind whose Pods do not
  *      inherit it (spec.restartAt), when it was created in the second of the restart or later;
- *  (6c) the workload replaces no Pod now: alert (WorkloadPaused, UpdateOnDelete), never restart.
- *      A restart would change the template and replace nothing: the drift would stay, reported
- *      as healed. Paused: kubectl refuses to restart a paused Deployment too; once it is resumed
- *      the next pass restarts it (or the rollout the resume starts brings new Pods, which mount
- *      the sources afresh). OnDelete: only deleting this Pod brings one with the current config;
+ *  (6c) a restart of the workload would not replace this Pod: alert (WorkloadPaused,
+ *      UpdateOnDelete, UpdatePartitioned), never restart. A restart would change the template
+ *      and leave this Pod as it is: the drift would stay, reported as healed. Paused: kubectl
+ *      refuses to restart a paused Deployment too; once it is resumed the next pass restarts it
+ *      (or the rollout the resume starts brings new Pods, which mount the sources afresh).
+ *      OnDelete: only deleting this Pod brings one with the current config. A StatefulSet's
+ *      partition above this Pod's ordinal (a staged rollout): its Pods of the partition's
+ *      ordinal and above are replaced, and their own agents restart it for themselves;
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
  *  (8) restart, with a patch the API server applies only while the restart annotations are as
  *      read (executor.ts): the replica that restarts first changes them, and the others, which
@@ -196,12 +212,13 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6b), (6c)
-  const heldPlan = (gate: RolloutGate, restarted: boolean): Plan => ({
+  const hold = rolloutHoldOf(w, input.podOrdinal);
+  const heldPlan = (held: RolloutHold, restarted: boolean): Plan => ({
     ...base,
     workload,
     decision: 'alert',
-    alert: gate === 'paused' ? 'WorkloadPaused' : 'UpdateOnDelete',
-    reasons: [...why, rolloutHeldLine(w, gate, configHash, restarted)],
+    alert: HOLD_ALERTS[held.by],
+    reasons: [...why, rolloutHeldLine(w, held, configHash, restarted)],
   });
   // (6)
   const last = Date.parse(kept[ANNOTATION.restartedAt] ?? '');
@@ -226,7 +243,7 @@ export function planHeal(input: PlanInput): Plan {
       };
     }
     // (6b)
-    if (w.rolloutHeld) return heldPlan(w.rolloutHeld, true);
+    if (hold) return heldPlan(hold, true);
     return {
       ...base,
       workload,
@@ -238,7 +255,7 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6c)
-  if (w.rolloutHeld) return heldPlan(w.rolloutHeld, false);
+  if (hold) return heldPlan(hold, false);
   // (7)
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
@@ -266,23 +283,46 @@ export function planHeal(input: PlanInput): Plan {
   };
 }
 
+/** The alert for each reason a restart would not replace this Pod (report.ts names its Event so). */
+export const HOLD_ALERTS = {
+  paused: 'WorkloadPaused',
+  'on-delete': 'UpdateOnDelete',
+  partition: 'UpdatePartitioned',
+} as const satisfies Record<RolloutHold['by'], AlertReason>;
+
+/** (6b), (6c) Why a restart of `w` would not replace this Pod, if it would not. */
+function rolloutHoldOf(w: WorkloadState, podOrdinal: number | undefined): RolloutHold | undefined {
+  if (w.rolloutHeld) return { by: w.rolloutHeld };
+  if (w.updatePartition !== undefined && podOrdinal !== undefined && podOrdinal < w.updatePartition)
+    return { by: 'partition', partition: w.updatePartition, ordinal: podOrdinal };
+  return undefined;
+}
+
 /**
  * (6b), (6c) What keeps a restart of `w` from replacing this Pod, and what would: `restarted`,
  * the workload already carries the config (a restart made before it was held, or by hand).
  */
 function rolloutHeldLine(
   w: WorkloadState,
-  gate: RolloutGate,
+  hold: RolloutHold,
   configHash: string,
   restarted: boolean,
 ): string {
   const ref = `${w.kind.toLowerCase()}/${w.name}`;
-  if (gate === 'paused') {
-    return restarted
-      ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it is paused: no new pods come until it is resumed (kubectl rollout resume ${ref})`
-      : `not restarting: ${w.kind} ${w.name} is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume ${ref}) and the next pass restarts it`;
+  switch (hold.by) {
+    case 'paused':
+      return restarted
+        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it is paused: no new pods come until it is resumed (kubectl rollout resume ${ref})`
+        : `not restarting: ${w.kind} ${w.name} is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume ${ref}) and the next pass restarts it`;
+    case 'on-delete':
+      return restarted
+        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`
+        : `not restarting: ${w.kind} ${w.name} replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config`;
+    case 'partition': {
+      const staged = `only its pods of ordinal ${hold.partition} and above are replaced (rolling update partition ${hold.partition}), and this pod is ordinal ${hold.ordinal}`;
+      return restarted
+        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but ${staged}: lower the partition, or delete this pod for one with that config`
+        : `not restarting: a restart of ${w.kind} ${w.name} would not replace this pod: ${staged}; lower the partition, or delete this pod for one with the current config`;
+    }
   }
-  return restarted
-    ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`
-    : `not restarting: ${w.kind} ${w.name} replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config`;
 }

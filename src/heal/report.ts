@@ -8,11 +8,11 @@
 //      planning) -> a log line only, the agent re-reads and plans again; failed -> HealFailed,
 //      whose Event is not repeated for the same key;
 //  (3) deduped and alert plans are told once per key; an alert's Event reason names what kept
-//      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied, WorkloadPaused,
-//      UpdateOnDelete) or is Drifted;
+//      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied, and why a restart
+//      would not replace the Pod: WorkloadPaused, UpdateOnDelete, UpdatePartitioned) or is Drifted;
 //  (4) a plan with nothing to do tells nothing.
 import type { EventReason } from './executor.ts';
-import type { AlertReason, Plan } from './planner.ts';
+import { type AlertReason, HOLD_ALERTS, type Plan } from './planner.ts';
 import { policyRefusal } from './policy.ts';
 
 export interface HealReport {
@@ -76,8 +76,7 @@ const EVENT_ALERTS = [
   'CircuitOpen',
   'SourceMissing',
   'PolicyDenied',
-  'WorkloadPaused',
-  'UpdateOnDelete',
+  ...Object.values(HOLD_ALERTS),
 ] as const satisfies readonly (AlertReason & EventReason)[];
 
 function isEventAlert(alert: AlertReason | undefined): alert is (typeof EVENT_ALERTS)[number] {
@@ -119,11 +118,12 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
 
 /**
  * Why the last plan did not restart, for the InSync condition's message, where an operator must
- * act: the refusing policy's line (PolicyDenied), or what holds the workload's rollout and how to
- * let it through (WorkloadPaused, UpdateOnDelete). Undefined otherwise.
+ * act: the refusing policy's line (PolicyDenied), or why a restart would not replace the Pod and
+ * what would (HOLD_ALERTS). Undefined otherwise.
  */
 export function conditionNote(plan: Plan): string | undefined {
   if (plan.alert === 'PolicyDenied') return policyRefusal(plan);
-  if (plan.alert === 'WorkloadPaused' || plan.alert === 'UpdateOnDelete') return plan.reasons.at(-1);
+  if ((Object.values(HOLD_ALERTS) as (AlertReason | undefined)[]).includes(plan.alert))
+    return plan.reasons.at(-1);
   return undefined;
 }

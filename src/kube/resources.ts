@@ -53,6 +53,12 @@ export interface WorkloadType {
   readonly podTemplatePath: readonly string[];
   readonly restart: RestartMethod;
   readonly rolloutGate?: RolloutGate;
+  /**
+   * Its rolling update can leave the Pods below an ordinal alone (a StatefulSet's
+   * spec.updateStrategy.rollingUpdate.partition, for staged rollouts): a restart replaces only
+   * the Pods of that ordinal and above.
+   */
+  readonly partitioned?: boolean;
 }
 
 export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
@@ -76,6 +82,7 @@ export const WORKLOADS: Readonly<Record<WorkloadKind, WorkloadType>> = {
     podTemplatePath: ['spec', 'template'],
     restart: 'template-annotations',
     rolloutGate: 'on-delete',
+    partitioned: true,
   },
   DaemonSet: {
     kind: 'DaemonSet',

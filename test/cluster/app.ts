@@ -8,7 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type V1Deployment,
+  type V1StatefulSet,
+} from '@kubernetes/client-node';
 import { type ControlPlaneInfo, podsDirOf } from './control-plane.ts';
 import { createServiceAccountIdentity } from './identities.ts';
 import { layInClusterDir, podEnv } from './in-cluster.ts';
@@ -78,13 +84,36 @@ export function webDeployment(replicas: number, extra: Partial<V1Deployment['spe
   };
 }
 
+/**
+ * The web app as a StatefulSet (`kind` set, so createApp tells it from a Deployment), its Pods
+ * made all at once: without a kubelet none becomes ready, and an ordered StatefulSet would wait
+ * for each before making the next.
+ */
+export function webStatefulSet(replicas: number, extra: Partial<V1StatefulSet['spec']> = {}): V1StatefulSet {
+  const { spec } = webDeployment(replicas);
+  if (!spec) throw new Error('webDeployment without a spec');
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: 'web' },
+    spec: {
+      replicas,
+      selector: spec.selector,
+      template: spec.template,
+      serviceName: 'web',
+      podManagementPolicy: 'Parallel',
+      ...extra,
+    },
+  };
+}
+
 /** Sets up the namespace's app and returns one AppPod per replica, volumes written as kubelet would. */
 export async function createApp(
   info: ControlPlaneInfo,
   admin: KubeConfig,
   namespace: string,
   replicas: number,
-  deployment = webDeployment(replicas),
+  workload: V1Deployment | V1StatefulSet = webDeployment(replicas),
   data: Record<string, string> = { 'app.yaml': 'level: info\n' },
 ) {
   applyRbac(info, namespace);
@@ -97,7 +126,10 @@ export async function createApp(
     namespace,
     body: { metadata: { name: 'web-secrets' }, stringData: { password: SECRET_VALUE } },
   });
-  await admin.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace, body: deployment });
+  const apps = admin.makeApiClient(AppsV1Api);
+  if (workload.kind === 'StatefulSet')
+    await apps.createNamespacedStatefulSet({ namespace, body: workload as V1StatefulSet });
+  else await apps.createNamespacedDeployment({ namespace, body: workload as V1Deployment });
   const pods = await waitFor(
     async () => {
       const list = await core.listNamespacedPod({ namespace, labelSelector: 'app=web' });

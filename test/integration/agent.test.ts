@@ -10,8 +10,11 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  RbacAuthorizationV1Api,
   type V1Container,
+  type V1Deployment,
   type V1PodSpec,
+  type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
@@ -32,6 +35,7 @@ import {
   templateAnnotations,
   updateConfig,
   webDeployment,
+  webStatefulSet,
   writeMount,
 } from './support-app.ts';
 import { apiServerProxy, CLUSTER_NAME, clusterNameGuardModule } from './support-proxy.ts';
@@ -299,14 +303,14 @@ describe('sources that disappear or cannot change', () => {
 async function subPathApp(
   ns: { admin: KubeConfig; name: string },
   more: (spec: V1PodSpec, app: V1Container) => void = () => {},
+  workload: V1Deployment | V1StatefulSet = webDeployment(1),
 ): Promise<AppPod> {
-  const deployment = webDeployment(1);
-  const spec = deployment.spec?.template.spec;
+  const spec = workload.spec?.template.spec;
   const app = spec?.containers[0];
-  if (!spec || !app) throw new Error('deployment template without a container');
+  if (!spec || !app) throw new Error('workload template without a container');
   app.volumeMounts = [{ name: 'config', mountPath: '/etc/app.yaml', subPath: 'app.yaml' }];
   more(spec, app);
-  const [pod] = (await createApp(ns.admin, ns.name, 1, deployment)) as [AppPod];
+  const [pod] = (await createApp(ns.admin, ns.name, 1, workload)) as [AppPod];
   writeSubPathFile(`${pod.mountRoot}/etc/app.yaml`, { data: Buffer.from('level: info\n'), mode: 0o644 });
   return pod;
 }
@@ -432,6 +436,67 @@ describe('a paused Deployment', () => {
     await pause(false);
     await a.waitFor((l) => l.msg === 'restarted workload', 'the restart once resumed');
     expect(await templateAnnotations(ns.admin, ns.name)).not.toEqual(before);
+  });
+});
+
+describe('a StatefulSet staged by its rolling update partition', () => {
+  const ns = useNamespace('agent-staged');
+
+  it('is not restarted from a pod below the partition, which a restart would not replace; with the partition lowered, it is', async () => {
+    // The shipped Role names a Deployment; this app is a StatefulSet of the same name.
+    const rbac = ns.admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'agent-statefulset' },
+        rules: [
+          {
+            apiGroups: ['apps'],
+            resources: ['statefulsets'],
+            verbs: ['get', 'patch'],
+            resourceNames: ['web'],
+          },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns.name,
+      body: {
+        metadata: { name: 'agent-statefulset' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-statefulset' },
+        subjects: [{ kind: 'ServiceAccount', name: 'config-sync-agent', namespace: ns.name }],
+      },
+    });
+    const staged = (partition: number) => ({ type: 'RollingUpdate', rollingUpdate: { partition } });
+    // One replica, web-0, below a partition of 1.
+    const pod = await subPathApp(ns, undefined, webStatefulSet(1, { updateStrategy: staged(1) }));
+    expect(pod.name).toBe('web-0');
+    const statefulSets = ns.admin.makeApiClient(AppsV1Api);
+    const template = async () =>
+      (await statefulSets.readNamespacedStatefulSet({ name: 'web', namespace: ns.name })).spec?.template
+        .metadata?.annotations ?? {};
+    const a = agent(pod, ['--debounce', '1s', '--resync', '2s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    const before = await template();
+
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const held = await a.waitFor((l) => l.alert === 'UpdatePartitioned', 'UpdatePartitioned');
+    expect(held.reasons).toContain(
+      'not restarting: a restart of StatefulSet web would not replace this pod: only its pods of ordinal 1 and above are replaced (rolling update partition 1), and this pod is ordinal 0; lower the partition, or delete this pod for one with the current config',
+    );
+    await waitFor(
+      async () => (await events(ns.admin, ns.name, pod.name)).find((e) => e.reason === 'UpdatePartitioned'),
+      { what: 'the UpdatePartitioned Event' },
+    );
+    expect(await template()).toEqual(before);
+
+    await statefulSets.patchNamespacedStatefulSet({
+      name: 'web',
+      namespace: ns.name,
+      body: [{ op: 'replace', path: '/spec/updateStrategy/rollingUpdate/partition', value: 0 }],
+    });
+    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart once the partition is lowered');
+    expect(await template()).not.toEqual(before);
   });
 });
 

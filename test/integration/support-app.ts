@@ -1,7 +1,7 @@
 // The test/cluster/app.ts helpers bound to this test run's control plane, and the CLI runner that
 // checks every output for the Secret value.
 import { spawnSync } from 'node:child_process';
-import { CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Deployment, type V1StatefulSet } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import * as app from '../cluster/app.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -20,6 +20,7 @@ export {
   templateAnnotations,
   updateConfig,
   webDeployment,
+  webStatefulSet,
   writeMount,
 } from '../cluster/app.ts';
 
@@ -29,9 +30,9 @@ export const createApp = (
   admin: KubeConfig,
   namespace: string,
   replicas: number,
-  deployment?: V1Deployment,
+  workload?: V1Deployment | V1StatefulSet,
   data?: Record<string, string>,
-) => app.createApp(controlPlane(), admin, namespace, replicas, deployment, data);
+) => app.createApp(controlPlane(), admin, namespace, replicas, workload, data);
 
 export const prepareAgentPod = (
   admin: KubeConfig,

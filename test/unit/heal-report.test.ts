@@ -69,6 +69,7 @@ describe('planReport', () => {
     expect(alert('WorkloadPaused')?.event).toMatchObject({ reason: 'WorkloadPaused', type: 'Warning' });
     expect(alert('UpdateOnDelete')?.event).toMatchObject({ reason: 'UpdateOnDelete', type: 'Warning' });
     expect(alert('UpdateOnDelete')?.metric).toEqual({ action: 'alert', result: 'UpdateOnDelete' });
+    expect(alert('UpdatePartitioned')?.event?.reason).toBe('UpdatePartitioned');
     expect(alert('RateLimited')?.event?.reason).toBe('Drifted');
     expect(alert('AlertOnly')?.event?.reason).toBe('Drifted');
     expect(alert('AlertOnly')?.metric).toEqual({ action: 'alert', result: 'AlertOnly' });
@@ -89,9 +90,8 @@ describe('conditionNote', () => {
       reasons: ['app:/etc/log.yaml: SubPathStale: ...', 'not restarting: Deployment web is paused, ...'],
     });
     expect(conditionNote(held)).toBe('not restarting: Deployment web is paused, ...');
-    expect(conditionNote({ ...held, alert: 'UpdateOnDelete' })).toBe(
-      'not restarting: Deployment web is paused, ...',
-    );
+    for (const alert of ['UpdateOnDelete', 'UpdatePartitioned'] as const)
+      expect(conditionNote({ ...held, alert })).toBe('not restarting: Deployment web is paused, ...');
     expect(
       conditionNote(
         plan({ decision: 'alert', alert: 'PolicyDenied', reasons: ['x', 'window closed', 'denied'] }),

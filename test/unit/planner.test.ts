@@ -219,6 +219,36 @@ describe('planHeal', () => {
       );
     });
 
+    it("does not restart a StatefulSet whose rolling update partition is above this pod's ordinal; at or below it, restarts", () => {
+      const staged = (annotations: Record<string, string> = {}): OwnerState => ({
+        type: 'workload',
+        workload: {
+          kind: 'StatefulSet',
+          name: 'db',
+          resourceVersion: '42',
+          restartAnnotations: annotations,
+          updatePartition: 2,
+        },
+      });
+      const below = planHeal(input({ owner: staged(), podOrdinal: 1 }));
+      expect(below).toMatchObject({ decision: 'alert', alert: 'UpdatePartitioned' });
+      expect(below.reasons.at(-1)).toBe(
+        'not restarting: a restart of StatefulSet db would not replace this pod: only its pods of ordinal 2 and above are replaced (rolling update partition 2), and this pod is ordinal 1; lower the partition, or delete this pod for one with the current config',
+      );
+      expect(planHeal(input({ owner: staged(), podOrdinal: 2 })).decision).toBe('restart');
+      // A sibling at ordinal 2 or above restarted it: here no new pod comes.
+      const restarted = planHeal(input({ owner: staged({ [ANNOTATION.configHash]: 'new' }), podOrdinal: 0 }));
+      expect(restarted).toMatchObject({ decision: 'alert', alert: 'UpdatePartitioned' });
+      expect(restarted.reasons.at(-1)).toBe(
+        'StatefulSet db was restarted for config new, but only its pods of ordinal 2 and above are replaced (rolling update partition 2), and this pod is ordinal 0: lower the partition, or delete this pod for one with that config',
+      );
+      expect(
+        planHeal(input({ owner: staged({ [ANNOTATION.configHash]: 'new' }), podOrdinal: 3 })).decision,
+      ).toBe('deduped');
+      // An ordinal not known: planned as before.
+      expect(planHeal(input({ owner: staged() })).decision).toBe('restart');
+    });
+
     it('is named before a rate limit (which no wait would lift) and after alert-only and a pod being deleted', () => {
       const recent = new Date(NOW - 60_000).toISOString();
       expect(

@@ -3,8 +3,9 @@
 // row that shows a new kind needs nothing else.
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { podOrdinalOf } from '../../src/agent/pod-plan.ts';
 import { restartPatch } from '../../src/heal/executor.ts';
-import { podOwnerStep, replicaSetOwnerStep, rolloutHeldBy } from '../../src/heal/owner.ts';
+import { podOwnerStep, replicaSetOwnerStep, rolloutHeldBy, updatePartitionOf } from '../../src/heal/owner.ts';
 import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
@@ -71,6 +72,35 @@ describe('a workload whose rollout is held, from its row', () => {
     expect(
       rolloutHeldBy('Rollout', { spec: { paused: true, updateStrategy: { type: 'OnDelete' } } }),
     ).toBeUndefined();
+  });
+});
+
+describe("a StatefulSet's staged rollout (its update partition)", () => {
+  it('is the partition above 0 of a rolling update, for a StatefulSet only', () => {
+    const sts = (updateStrategy: object) => ({ spec: { updateStrategy } });
+    expect(updatePartitionOf('StatefulSet', sts({ rollingUpdate: { partition: 3 } }))).toBe(3);
+    expect(
+      updatePartitionOf('StatefulSet', sts({ type: 'RollingUpdate', rollingUpdate: { partition: 3 } })),
+    ).toBe(3);
+    expect(updatePartitionOf('StatefulSet', sts({ rollingUpdate: { partition: 0 } }))).toBeUndefined();
+    expect(updatePartitionOf('StatefulSet', sts({}))).toBeUndefined();
+    // OnDelete holds every Pod already (rolloutHeldBy); its partition means nothing.
+    expect(
+      updatePartitionOf('StatefulSet', sts({ type: 'OnDelete', rollingUpdate: { partition: 3 } })),
+    ).toBeUndefined();
+    expect(updatePartitionOf('DaemonSet', sts({ rollingUpdate: { partition: 3 } }))).toBeUndefined();
+  });
+
+  it("reads a pod's ordinal from its pod-index label, else from the number its name ends in", () => {
+    expect(
+      podOrdinalOf({ metadata: { name: 'db-4', labels: { 'apps.kubernetes.io/pod-index': '7' } } }),
+    ).toBe(7);
+    expect(podOrdinalOf({ metadata: { name: 'db-4' } })).toBe(4);
+    expect(podOrdinalOf({ metadata: { name: 'web-7d9f-abcde' } })).toBeUndefined();
+    expect(
+      podOrdinalOf({ metadata: { name: 'db', labels: { 'apps.kubernetes.io/pod-index': 'x' } } }),
+    ).toBeUndefined();
+    expect(podOrdinalOf(undefined)).toBeUndefined();
   });
 });
 
