@@ -439,34 +439,38 @@ describe('a paused Deployment', () => {
   });
 });
 
+/** The shipped Role names a Deployment: lets the agent read and restart a StatefulSet `web` too. */
+async function grantStatefulSet(ns: { admin: KubeConfig; name: string }): Promise<void> {
+  const rbac = ns.admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace: ns.name,
+    body: {
+      metadata: { name: 'agent-statefulset' },
+      rules: [
+        {
+          apiGroups: ['apps'],
+          resources: ['statefulsets'],
+          verbs: ['get', 'patch'],
+          resourceNames: ['web'],
+        },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns.name,
+    body: {
+      metadata: { name: 'agent-statefulset' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-statefulset' },
+      subjects: [{ kind: 'ServiceAccount', name: 'config-sync-agent', namespace: ns.name }],
+    },
+  });
+}
+
 describe('a StatefulSet staged by its rolling update partition', () => {
   const ns = useNamespace('agent-staged');
 
   it('is not restarted from a pod below the partition, which a restart would not replace; with the partition lowered, it is', async () => {
-    // The shipped Role names a Deployment; this app is a StatefulSet of the same name.
-    const rbac = ns.admin.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
-      namespace: ns.name,
-      body: {
-        metadata: { name: 'agent-statefulset' },
-        rules: [
-          {
-            apiGroups: ['apps'],
-            resources: ['statefulsets'],
-            verbs: ['get', 'patch'],
-            resourceNames: ['web'],
-          },
-        ],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns.name,
-      body: {
-        metadata: { name: 'agent-statefulset' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-statefulset' },
-        subjects: [{ kind: 'ServiceAccount', name: 'config-sync-agent', namespace: ns.name }],
-      },
-    });
+    await grantStatefulSet(ns);
     const staged = (partition: number) => ({ type: 'RollingUpdate', rollingUpdate: { partition } });
     // One replica, web-0, below a partition of 1.
     const pod = await subPathApp(ns, undefined, webStatefulSet(1, { updateStrategy: staged(1) }));
@@ -497,6 +501,27 @@ describe('a StatefulSet staged by its rolling update partition', () => {
     });
     await a.waitFor((l) => l.msg === 'restarted workload', 'the restart once the partition is lowered');
     expect(await template()).not.toEqual(before);
+  });
+});
+
+describe('a StatefulSet updating on delete', () => {
+  const ns = useNamespace('agent-ondelete');
+
+  it('is not restarted, since a restart replaces no pod, and the drift says to delete the pod', async () => {
+    await grantStatefulSet(ns);
+    const pod = await subPathApp(ns, undefined, webStatefulSet(1, { updateStrategy: { type: 'OnDelete' } }));
+    const a = agent(pod, ['--debounce', '1s', '--resync', '2s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const held = await a.waitFor((l) => l.alert === 'UpdateOnDelete', 'UpdateOnDelete');
+    expect(held.reasons).toContain(
+      'not restarting: StatefulSet web replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config',
+    );
+    const sts = await ns.admin
+      .makeApiClient(AppsV1Api)
+      .readNamespacedStatefulSet({ name: 'web', namespace: ns.name });
+    expect(sts.spec?.template.metadata?.annotations?.['config-sync.io/config-hash']).toBeUndefined();
+    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
   });
 });
 
