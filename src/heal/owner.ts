@@ -86,6 +86,12 @@ export interface WorkloadObject {
     readonly desiredNumberScheduled?: number;
     readonly updatedNumberScheduled?: number;
     readonly numberAvailable?: number;
+    readonly conditions?: readonly {
+      readonly type?: string;
+      readonly status?: string;
+      readonly reason?: string;
+      readonly message?: string;
+    }[];
   };
 }
 
@@ -105,7 +111,14 @@ export function workloadHealth(kind: WorkloadKind, obj: WorkloadObject): Workloa
   const settled = seen && updated >= want && available >= want && total <= want;
   const old = total > want ? `, ${total - want} old` : '';
   const detail = `${available}/${want} available, ${updated}/${want} updated${seen ? '' : ', new spec not yet seen'}${old}`;
-  return { settled, detail };
+  // A Deployment's (and a Rollout's) controller marks a rollout that made no progress within
+  // its progressDeadlineSeconds, and then stops waiting for it.
+  const progressing = status.conditions?.find((c) => c.type === 'Progressing');
+  const stalled =
+    progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded'
+      ? (progressing.message ?? progressing.reason)
+      : undefined;
+  return { settled, detail, ...definedOnly({ stalled }) };
 }
 
 /**

@@ -120,7 +120,8 @@ export interface Plan {
  *  (5) mode alert-only: alert;
  *  (6) the workload already carries the expected config hash: if this pod was created by that
  *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
- *      a sibling restarted it already: deduped, unless the workload replaces no Pod now (6b:
+ *      a sibling restarted it already: deduped (saying how far its rollout is, or that its
+ *      controller gave up on it: a second restart would not mend that either), unless the workload replaces no Pod now (6b:
  *      paused, or OnDelete), when no new Pods are on their way and saying so would hide the
  *      drift: alert, with what would let the restart through. A pod was created by the restart
  *      when it carries the hash (inherited from the template), or, for a kind whose Pods do not
@@ -250,7 +251,7 @@ export function planHeal(input: PlanInput): Plan {
       decision: 'deduped',
       reasons: [
         ...why,
-        `${w.kind} ${w.name} was already restarted for config ${configHash} (by a sibling); new pods are on their way`,
+        `${w.kind} ${w.name} was already restarted for config ${configHash} (by a sibling); ${newPodsLine(w)}`,
       ],
     };
   }
@@ -281,6 +282,16 @@ export function planHeal(input: PlanInput): Plan {
       `restart ${w.kind} ${w.name} with config ${configHash}, if its restart annotations are still as read at resourceVersion ${w.resourceVersion} (${lastHash === undefined ? 'no restart by config-sync yet' : `last restarted for config ${lastHash}`}); a replica that restarts it first makes this one dedupe`,
     ],
   };
+}
+
+/**
+ * (6) Where the restart already made stands: new pods on their way, as far as its status shows,
+ * or a rollout its controller gave up on, which a second restart would not mend either.
+ */
+function newPodsLine(w: WorkloadState): string {
+  if (w.health?.stalled)
+    return `but its rollout has stalled (ProgressDeadlineExceeded: ${w.health.stalled}): new pods are not becoming available (kubectl rollout status ${w.kind.toLowerCase()}/${w.name})`;
+  return `new pods are on their way${w.health ? ` (${w.health.detail})` : ''}`;
 }
 
 /** The alert for each reason a restart would not replace this Pod (report.ts names its Event so). */

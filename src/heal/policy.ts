@@ -109,6 +109,11 @@ export interface WorkloadHealth {
   readonly settled: boolean;
   /** e.g. "2/3 available, 3/3 updated". */
   readonly detail: string;
+  /**
+   * The controller gave up waiting for the rollout (its Progressing condition False,
+   * ProgressDeadlineExceeded): that condition's message. New Pods are not becoming available.
+   */
+  readonly stalled?: string;
 }
 
 /** What OPA answered, or why it could not be asked. */

@@ -249,6 +249,45 @@ describe('five replicas drift together', () => {
   });
 });
 
+describe('a restart whose rollout stalls', () => {
+  const ns = useNamespace('agent-stalled');
+
+  it("is not repeated, and a sibling's plan says the rollout stalled rather than that new pods are coming", async () => {
+    // Without a kubelet no Pod becomes available: the Deployment controller gives up on each
+    // rollout after progressDeadlineSeconds.
+    const [first, second] = (await createApp(
+      ns.admin,
+      ns.name,
+      2,
+      webDeployment(2, { progressDeadlineSeconds: 2 }),
+    )) as [AppPod, AppPod];
+    const a = agent(first, ['--grace', '1s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+    const restartedAt = Date.now();
+    await waitFor(
+      async () => {
+        const d = await ns.admin
+          .makeApiClient(AppsV1Api)
+          .readNamespacedDeployment({ name: 'web', namespace: ns.name });
+        const p = d.status?.conditions?.find((c) => c.type === 'Progressing');
+        return p?.reason === 'ProgressDeadlineExceeded' &&
+          new Date(p.lastUpdateTime ?? 0).getTime() >= restartedAt - 1000
+          ? p
+          : undefined;
+      },
+      { what: "the restart's rollout to stall", timeoutMs: 20_000 },
+    );
+    const dry = await cli(['heal', '--dry-run', '--grace', '0s'], second.env);
+    expect(dry.stdout).toContain('plan: nothing to do, Deployment web was already restarted for this config');
+    expect(dry.stdout).toMatch(
+      /Deployment web was already restarted for config \S+ \(by a sibling\); but its rollout has stalled \(ProgressDeadlineExceeded: ReplicaSet "web-\w+" has timed out progressing\.\): new pods are not becoming available \(kubectl rollout status deployment\/web\)/,
+    );
+    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toHaveLength(1);
+  });
+});
+
 describe('sources that disappear or cannot change', () => {
   const ns = useNamespace('agent-gone');
 

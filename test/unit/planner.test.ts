@@ -104,7 +104,43 @@ describe('planHeal', () => {
   it('dedupes when a sibling already restarted for this config', () => {
     const plan = planHeal(input({ owner: deployment({ [ANNOTATION.configHash]: 'new' }) }));
     expect(plan.decision).toBe('deduped');
-    expect(plan.reasons.at(-1)).toContain('already restarted for config new');
+    expect(plan.reasons.at(-1)).toBe(
+      'Deployment web was already restarted for config new (by a sibling); new pods are on their way',
+    );
+  });
+
+  it('says how far that rollout is, and that it stalled where its controller gave up on it', () => {
+    const restarted = (health: { settled: boolean; detail: string; stalled?: string }): OwnerState => ({
+      type: 'workload',
+      workload: {
+        kind: 'Deployment',
+        name: 'web',
+        resourceVersion: '42',
+        restartAnnotations: { [ANNOTATION.configHash]: 'new' },
+        health,
+      },
+    });
+    expect(
+      planHeal(
+        input({ owner: restarted({ settled: false, detail: '3/3 available, 1/3 updated, 1 old' }) }),
+      ).reasons.at(-1),
+    ).toBe(
+      'Deployment web was already restarted for config new (by a sibling); new pods are on their way (3/3 available, 1/3 updated, 1 old)',
+    );
+    const stalled = planHeal(
+      input({
+        owner: restarted({
+          settled: false,
+          detail: '3/3 available, 1/3 updated, 1 old',
+          stalled: 'ReplicaSet "web-5d4f" has timed out progressing.',
+        }),
+      }),
+    );
+    // Still no second restart: it would not mend a rollout that cannot progress.
+    expect(stalled.decision).toBe('deduped');
+    expect(stalled.reasons.at(-1)).toBe(
+      'Deployment web was already restarted for config new (by a sibling); but its rollout has stalled (ProgressDeadlineExceeded: ReplicaSet "web-5d4f" has timed out progressing.): new pods are not becoming available (kubectl rollout status deployment/web)',
+    );
   });
 
   it('opens the circuit when this pod came from that restart and still drifts', () => {

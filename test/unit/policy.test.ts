@@ -127,6 +127,32 @@ describe('the gate', () => {
     expect(builtInGate({ ...none, onlyWhenSettled: true }, settled, THU_NOON_UTC).allowed).toBe(true);
   });
 
+  it('names a rollout its controller gave up on (Progressing False, ProgressDeadlineExceeded)', () => {
+    const status = { observedGeneration: 3, replicas: 4, updatedReplicas: 1, availableReplicas: 3 };
+    const progressing = (conditionStatus: string, reason: string) => ({
+      metadata: { generation: 3 },
+      spec: { replicas: 3 },
+      status: {
+        ...status,
+        conditions: [
+          { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable' },
+          {
+            type: 'Progressing',
+            status: conditionStatus,
+            reason,
+            message: 'ReplicaSet "web-5d4f" has timed out progressing.',
+          },
+        ],
+      },
+    });
+    expect(workloadHealth('Deployment', progressing('False', 'ProgressDeadlineExceeded'))).toEqual({
+      settled: false,
+      detail: '3/3 available, 1/3 updated, 1 old',
+      stalled: 'ReplicaSet "web-5d4f" has timed out progressing.',
+    });
+    expect(workloadHealth('Deployment', progressing('True', 'ReplicaSetUpdated')).stalled).toBeUndefined();
+  });
+
   it("OPA's answer decides after the built-ins; its reason goes into the plan", () => {
     const allowed = opaGate({ allowed: true, lines: [] }, opa('closed'), {
       type: 'answer',
