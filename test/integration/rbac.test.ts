@@ -13,6 +13,7 @@ import { bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
+import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
 import { applyRbac, firstPod } from './support-app.ts';
 
@@ -92,6 +93,30 @@ beforeAll(async () => {
 let agentScope: Scope;
 beforeAll(async () => {
   agentScope = await inClusterScope(layout, ns.name);
+  // The API server enforces an admission policy from its informer's copy, a moment after the
+  // policy is created: where this file's applyRbac created the policies (the first of the run to
+  // apply the base), a refusal tested at once could find none yet. Wait until the agent's
+  // patch of another Pod (a dry run) and of another spec field of its Deployment are refused.
+  await waitFor(
+    async () => {
+      const client = createKubeClient(agentScope);
+      const refused = await Promise.all(
+        [
+          client.patch(pod(otherPod.name), { metadata: { annotations: { probe: 'x' } } }, 'merge', {
+            dryRun: 'All',
+          }),
+          client.patch(deploymentPath('web'), { spec: { replicas: 0 } }, 'merge', { dryRun: 'All' }),
+        ].map((call) =>
+          rejection(call).then(
+            (r) => r.code === 403,
+            () => false,
+          ),
+        ),
+      );
+      return refused.every(Boolean) ? true : undefined;
+    },
+    { what: "the admission policies in force for the agent's identity", timeoutMs: 30_000 },
+  );
 });
 
 function agentClient() {
