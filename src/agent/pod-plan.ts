@@ -20,8 +20,8 @@ export function podOrdinalOf(pod: V1Pod | undefined): number | undefined {
 
 /**
  * The planner's input as this Pod gives it: its own config hash, whether it is being deleted, its
- * ordinal (a StatefulSet's Pod), the sources' digest, the policy. `pod` is the Pod as last read (the agent reads it again before it
- * acts: a deletion comes long after the start).
+ * ordinal (a StatefulSet's Pod), the sources' digest, the policy. `pod` is the Pod as last read
+ * (the agent reads it again before it acts: a deletion comes long after the start).
  */
 export function planFor(
   rt: Runtime,

@@ -120,12 +120,13 @@ export interface Plan {
  *  (5) mode alert-only: alert;
  *  (6) the workload already carries the expected config hash: if this pod was created by that
  *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
- *      a sibling restarted it already: deduped (saying how far its rollout is, or that its
- *      controller gave up on it: a second restart would not mend that either), unless the workload replaces no Pod now (6b:
- *      paused, or OnDelete), when no new Pods are on their way and saying so would hide the
- *      drift: alert, with what would let the restart through. A pod was created by the restart
- *      when it carries the hash (inherited from the template), or, for a kind whose Pods do not
- *      inherit it (spec.restartAt), when it was created in the second of the restart or later;
+ *      a sibling restarted it already: deduped, saying how far its rollout is, or that its
+ *      controller gave up on it (a second restart would not mend that either). Unless the
+ *      restart would not replace this Pod (6b, as in 6c): then no new Pod is on its way, and
+ *      saying so would hide the drift: alert, with what would let it through. A pod was created
+ *      by the restart when it carries the hash (inherited from the template), or, for a kind
+ *      whose Pods do not inherit it (spec.restartAt), when it was created in the second of the
+ *      restart or later;
  *  (6c) a restart of the workload would not replace this Pod: alert (WorkloadPaused,
  *      UpdateOnDelete, UpdatePartitioned), never restart. A restart would change the template
  *      and leave this Pod as it is: the drift would stay, reported as healed. Paused: kubectl
@@ -300,6 +301,13 @@ export const HOLD_ALERTS = {
   'on-delete': 'UpdateOnDelete',
   partition: 'UpdatePartitioned',
 } as const satisfies Record<RolloutHold['by'], AlertReason>;
+
+/** Whether an alert says that a restart would not replace this Pod (HOLD_ALERTS). */
+export function isHoldAlert(
+  alert: AlertReason | undefined,
+): alert is (typeof HOLD_ALERTS)[keyof typeof HOLD_ALERTS] {
+  return (Object.values(HOLD_ALERTS) as (AlertReason | undefined)[]).includes(alert);
+}
 
 /** (6b), (6c) Why a restart of `w` would not replace this Pod, if it would not. */
 function rolloutHoldOf(w: WorkloadState, podOrdinal: number | undefined): RolloutHold | undefined {

@@ -12,7 +12,7 @@
 //      would not replace the Pod: WorkloadPaused, UpdateOnDelete, UpdatePartitioned) or is Drifted;
 //  (4) a plan with nothing to do tells nothing.
 import type { EventReason } from './executor.ts';
-import { type AlertReason, HOLD_ALERTS, type Plan } from './planner.ts';
+import { type AlertReason, HOLD_ALERTS, isHoldAlert, type Plan } from './planner.ts';
 import { policyRefusal } from './policy.ts';
 
 export interface HealReport {
@@ -123,7 +123,6 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
  */
 export function conditionNote(plan: Plan): string | undefined {
   if (plan.alert === 'PolicyDenied') return policyRefusal(plan);
-  if ((Object.values(HOLD_ALERTS) as (AlertReason | undefined)[]).includes(plan.alert))
-    return plan.reasons.at(-1);
+  if (isHoldAlert(plan.alert)) return plan.reasons.at(-1);
   return undefined;
 }
