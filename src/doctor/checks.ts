@@ -10,7 +10,14 @@ import type {
 } from '@kubernetes/client-node';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
-import { controllerOf, podOwnerStep, replicaSetOwnerStep } from '../heal/owner.ts';
+import {
+  controllerOf,
+  podOrdinalOf,
+  podOwnerStep,
+  readWorkload,
+  replicaSetOwnerStep,
+} from '../heal/owner.ts';
+import { restartHeldLine } from '../heal/planner.ts';
 import { describeRequest } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type AccessNeed, requiredAccess } from '../kube/permissions.ts';
@@ -78,7 +85,9 @@ export interface DoctorInput {
  *  (1) identity: SelfSubjectReview; a 401 here means nothing else can work, so stop;
  *  (2) server version;
  *  (3) the agent's Pod (if named): its targets and its owner chain, walked as the agent walks
- *      it (heal/owner.ts: ReplicaSet -> Deployment or Rollout, or StatefulSet / DaemonSet);
+ *      it (heal/owner.ts: ReplicaSet -> Deployment or Rollout, or StatefulSet / DaemonSet), and
+ *      a note where a restart of that workload would not replace the Pod now (a paused
+ *      Deployment, OnDelete, a partition above its ordinal): drift would be told, not healed;
  *  (4) one SelfSubjectAccessReview per need for those targets.
  */
 export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport> {
@@ -172,8 +181,11 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
           reportReadFailure(error, `ReplicaSet ${rsName}`, 'its owner is not confirmed');
         }
       }
-      if (step.type === 'workload') workload = { kind: step.kind, name: step.name };
-      else if (step.type === 'unsupported' && owner) {
+      if (step.type === 'workload') {
+        workload = { kind: step.kind, name: step.name };
+        const held = await restartHeld(client, namespace, workload, pod);
+        if (held) notes.push(`drift would not be healed by a restart now: ${held}`);
+      } else if (step.type === 'unsupported' && owner) {
         notes.push(
           `owner ${step.description} is not a ${RESTARTABLE_KINDS}: drift is reported, never healed`,
         );
@@ -247,4 +259,23 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     access,
     problems,
   };
+}
+
+/**
+ * (3) Whether a restart of the workload would replace the Pod now (heal/planner.ts, steps 6b and
+ * 6c: paused, OnDelete, a partition above its ordinal), read as the agent reads it. A workload
+ * that cannot be read says nothing here: the permissions below show whether it may be.
+ */
+async function restartHeld(
+  client: KubeClient,
+  namespace: string,
+  workload: { kind: WorkloadKind; name: string },
+  pod: V1Pod,
+): Promise<string | undefined> {
+  try {
+    const state = await readWorkload(client, namespace, workload.kind, workload.name);
+    return state.type === 'workload' ? restartHeldLine(state.workload, podOrdinalOf(pod)) : undefined;
+  } catch {
+    return undefined;
+  }
 }

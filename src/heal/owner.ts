@@ -161,6 +161,18 @@ export function updatePartitionOf(kind: WorkloadKind, obj: WorkloadObject): numb
   return partition !== undefined && partition > 0 ? partition : undefined;
 }
 
+/** The label a StatefulSet's controller puts its Pod's ordinal in (Kubernetes 1.28 and later). */
+const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
+
+/**
+ * A StatefulSet Pod's ordinal: its pod-index label, else the number its name ends in (a
+ * StatefulSet names its Pods `<name>-<ordinal>`). Read only against a StatefulSet's partition.
+ */
+export function podOrdinalOf(pod: V1Pod | undefined): number | undefined {
+  const text = pod?.metadata?.labels?.[POD_INDEX_LABEL] ?? pod?.metadata?.name?.match(/-(\d+)$/)?.[1];
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+}
+
 /**
  * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
  * them (the restart patch applies only while they are as read), its labels, its rollout state,

@@ -309,6 +309,15 @@ export function isHoldAlert(
   return (Object.values(HOLD_ALERTS) as (AlertReason | undefined)[]).includes(alert);
 }
 
+/**
+ * Why a restart of `w` would not replace the Pod of `podOrdinal` now, and what would let it
+ * through, as the plan would say it (doctor tells it before any drift); undefined if it would.
+ */
+export function restartHeldLine(w: WorkloadState, podOrdinal: number | undefined): string | undefined {
+  const hold = rolloutHoldOf(w, podOrdinal);
+  return hold && rolloutHeldLine(w, hold, '', false).replace(/^not restarting: /, '');
+}
+
 /** (6b), (6c) Why a restart of `w` would not replace this Pod, if it would not. */
 function rolloutHoldOf(w: WorkloadState, podOrdinal: number | undefined): RolloutHold | undefined {
   if (w.rolloutHeld) return { by: w.rolloutHeld };

@@ -182,6 +182,27 @@ describe('doctor in a well-configured pod', () => {
     expect(report.access.every((a) => a.allowed)).toBe(true);
     expect(report.scope.namespace).toEqual({ value: ns.name, source: 'POD_NAMESPACE' });
   });
+
+  it('notes, before any drift, that a paused Deployment would not be restarted, and how to let it through', async () => {
+    const pause = (paused: boolean) =>
+      ns.admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
+        name: 'web',
+        namespace: ns.name,
+        body: [{ op: 'add', path: '/spec/paused', value: paused }],
+      });
+    const note =
+      'note: drift would not be healed by a restart now: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it';
+    expect(doctor([], inPod(agent.token)).stdout).not.toContain(note);
+    await pause(true);
+    try {
+      const run = doctor([], inPod(agent.token));
+      // A note, not a problem: everything config-sync needs is still there.
+      expect(run.status).toBe(0);
+      expect(run.stdout).toContain(note);
+    } finally {
+      await pause(false);
+    }
+  });
 });
 
 describe('doctor behind a proxy', () => {

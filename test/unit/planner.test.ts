@@ -1,6 +1,6 @@
 // The heal planner: every decision step, with the reasons a person reads in heal --dry-run.
 import { describe, expect, it } from 'vitest';
-import { type OwnerState, type PlanInput, planHeal } from '../../src/heal/planner.ts';
+import { type OwnerState, type PlanInput, planHeal, restartHeldLine } from '../../src/heal/planner.ts';
 import { ANNOTATION } from '../../src/kube/annotations.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
 
@@ -283,6 +283,22 @@ describe('planHeal', () => {
       ).toBe('deduped');
       // An ordinal not known: planned as before.
       expect(planHeal(input({ owner: staged() })).decision).toBe('restart');
+    });
+
+    it('is told before any drift (doctor), as the plan would say it, and is nothing where a restart would replace the pod', () => {
+      const workload = (over: object) => ({
+        kind: 'StatefulSet' as const,
+        name: 'db',
+        resourceVersion: '1',
+        restartAnnotations: null,
+        ...over,
+      });
+      expect(restartHeldLine(workload({ rolloutHeld: 'on-delete' }), undefined)).toBe(
+        'StatefulSet db replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config',
+      );
+      expect(restartHeldLine(workload({ updatePartition: 2 }), 1)).toContain('this pod is ordinal 1');
+      expect(restartHeldLine(workload({ updatePartition: 2 }), 2)).toBeUndefined();
+      expect(restartHeldLine(workload({}), 0)).toBeUndefined();
     });
 
     it('is named before a rate limit (which no wait would lift) and after alert-only and a pod being deleted', () => {

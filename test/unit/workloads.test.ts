@@ -3,9 +3,14 @@
 // row that shows a new kind needs nothing else.
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { podOrdinalOf } from '../../src/agent/pod-plan.ts';
 import { restartPatch } from '../../src/heal/executor.ts';
-import { podOwnerStep, replicaSetOwnerStep, rolloutHeldBy, updatePartitionOf } from '../../src/heal/owner.ts';
+import {
+  podOrdinalOf,
+  podOwnerStep,
+  replicaSetOwnerStep,
+  rolloutHeldBy,
+  updatePartitionOf,
+} from '../../src/heal/owner.ts';
 import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
