@@ -102,6 +102,11 @@ export interface Plan {
   readonly reasons: readonly string[];
   /** For RateLimited: when a restart becomes possible. */
   readonly retryAt?: number;
+  /**
+   * A restart of a paused Deployment (step 8): the patch is recorded, and rolls out only when the
+   * Deployment is resumed. The line that says so, for the report and the InSync condition.
+   */
+  readonly paused?: string;
   readonly drifted: readonly Verdict[];
 }
 
@@ -127,18 +132,22 @@ export interface Plan {
  *      by the restart when it carries the hash (inherited from the template), or, for a kind
  *      whose Pods do not inherit it (spec.restartAt), when it was created in the second of the
  *      restart or later;
- *  (6c) a restart of the workload would not replace this Pod: alert (WorkloadPaused,
- *      UpdateOnDelete, UpdatePartitioned), never restart. A restart would change the template
- *      and leave this Pod as it is: the drift would stay, reported as healed. Paused: kubectl
- *      refuses to restart a paused Deployment too; once it is resumed the next pass restarts it
- *      (or the rollout the resume starts brings new Pods, which mount the sources afresh).
- *      OnDelete: only deleting this Pod brings one with the current config. A StatefulSet's
- *      partition above this Pod's ordinal (a staged rollout): its Pods of the partition's
- *      ordinal and above are replaced, and their own agents restart it for themselves;
+ *  (6c) a restart of the workload would never replace this Pod: alert (UpdateOnDelete,
+ *      UpdatePartitioned), never restart. A restart would change the template and leave this
+ *      Pod as it is: the drift would stay, reported as healed. OnDelete: only deleting this Pod
+ *      brings one with the current config. A StatefulSet's partition above this Pod's ordinal (a
+ *      staged rollout): its Pods of the partition's ordinal and above are replaced, and their
+ *      own agents restart it for themselves. A paused Deployment is not among these: see (8);
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
  *  (8) restart, with a patch the API server applies only while the restart annotations are as
  *      read (executor.ts): the replica that restarts first changes them, and the others, which
- *      planned from the same read, are refused, read again and dedupe at (6).
+ *      planned from the same read, are refused, read again and dedupe at (6). A paused
+ *      Deployment is restarted too, and the plan says that the restart rolls out only when it is
+ *      resumed (`paused`; told as WorkloadPaused, never as Healed). Template changes made while a
+ *      Deployment is paused wait for its resume, which then rolls them out at once: recorded
+ *      now, the restart joins the one rollout the resume brings. Left for the resume instead,
+ *      it would start a second rollout a pass later, when the resume brought changes of its
+ *      own. (kubectl refuses to restart a paused Deployment, since it restarts nothing now.)
  */
 export function planHeal(input: PlanInput): Plan {
   const { verdicts, owner, policy, now, expectedConfigHash: configHash } = input;
@@ -257,7 +266,7 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6c)
-  if (hold) return heldPlan(hold, false);
+  if (hold && hold.by !== 'paused') return heldPlan(hold, false);
   // (7)
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
@@ -274,6 +283,7 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (8)
+  const paused = hold ? rolloutHeldLine(w, hold, configHash, false) : undefined;
   return {
     ...base,
     workload,
@@ -281,7 +291,9 @@ export function planHeal(input: PlanInput): Plan {
     reasons: [
       ...why,
       `restart ${w.kind} ${w.name} with config ${configHash}, if its restart annotations are still as read at resourceVersion ${w.resourceVersion} (${lastHash === undefined ? 'no restart by config-sync yet' : `last restarted for config ${lastHash}`}); a replica that restarts it first makes this one dedupe`,
+      ...(paused ? [paused] : []),
     ],
+    ...(paused ? { paused } : {}),
   };
 }
 
@@ -341,7 +353,7 @@ function rolloutHeldLine(
     case 'paused':
       return restarted
         ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it is paused: no new pods come until it is resumed (kubectl rollout resume ${ref})`
-        : `not restarting: ${w.kind} ${w.name} is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume ${ref}) and the next pass restarts it`;
+        : `${w.kind} ${w.name} is paused: a restart rolls out only when it is resumed (kubectl rollout resume ${ref})`;
     case 'on-delete':
       return restarted
         ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`

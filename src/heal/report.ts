@@ -4,9 +4,10 @@
 // Steps:
 //  (1) a plan's key is its decision, its alert and the config it is for: the same key again is
 //      the same news, and is not told twice (a persistent drift is re-planned every pass);
-//  (2) a restart is told by its outcome: restarted -> Healed; a 409 (the workload changed while
-//      planning) -> a log line only, the agent re-reads and plans again; failed -> HealFailed,
-//      whose Event is not repeated for the same key;
+//  (2) a restart is told by its outcome: restarted -> Healed, or WorkloadPaused where the
+//      workload is paused (the restart rolls out only when it is resumed: nothing is healed yet);
+//      a 409 (the workload changed while planning) -> a log line only, the agent re-reads and
+//      plans again; failed -> HealFailed, whose Event is not repeated for the same key;
 //  (3) deduped and alert plans are told once per key; an alert's Event reason names what kept
 //      the agent from restarting (CircuitOpen, SourceMissing, PolicyDenied, and why a restart
 //      would not replace the Pod: WorkloadPaused, UpdateOnDelete, UpdatePartitioned) or is Drifted;
@@ -51,6 +52,25 @@ export function restartReport(plan: Plan, outcome: RestartOutcome, repeated: boo
       ...(repeated ? {} : { event: { reason: 'HealFailed', message: e.message, type: 'Warning' } }),
     };
   }
+  if (plan.paused)
+    return {
+      metric: { action: 'restart', result: 'paused' },
+      log: {
+        level: 'warn',
+        msg: 'restart recorded on a paused workload',
+        fields: {
+          decision: 'restart',
+          workload: plan.workload,
+          configHash: plan.configHash,
+          reasons: plan.reasons,
+        },
+      },
+      event: {
+        reason: 'WorkloadPaused',
+        message: `recorded the restart of ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.paused}`,
+        type: 'Warning',
+      },
+    };
   return {
     metric: { action: 'restart', result: 'ok' },
     log: {
@@ -119,10 +139,11 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
 /**
  * Why the last plan did not restart, for the InSync condition's message, where an operator must
  * act: the refusing policy's line (PolicyDenied), or why a restart would not replace the Pod and
- * what would (HOLD_ALERTS). Undefined otherwise.
+ * what would (HOLD_ALERTS, and a restart recorded on a paused Deployment). Undefined otherwise.
  */
 export function conditionNote(plan: Plan): string | undefined {
   if (plan.alert === 'PolicyDenied') return policyRefusal(plan);
+  if (plan.paused) return plan.paused;
   if (isHoldAlert(plan.alert)) return plan.reasons.at(-1);
   return undefined;
 }

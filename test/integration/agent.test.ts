@@ -421,7 +421,7 @@ describe('targets kubelet never updates', () => {
 describe('a paused Deployment', () => {
   const ns = useNamespace('agent-paused');
 
-  it('is not restarted, as kubectl would not, and the drift says why and how; resumed, it is restarted once', async () => {
+  it('gets its restart recorded, told as waiting for the resume, never as healed; the resume brings one rollout', async () => {
     const pod = await subPathApp(ns);
     const deployments = ns.admin.makeApiClient(AppsV1Api);
     const pause = (paused: boolean) =>
@@ -434,20 +434,25 @@ describe('a paused Deployment', () => {
     const a = agent(pod, ['--debounce', '1s', '--resync', '2s']);
     await a.waitFor((l) => l.state === 'InSync', 'InSync');
     const before = await templateAnnotations(ns.admin, ns.name);
+    expect(await replicaSets(ns.admin, ns.name)).toBe(1);
 
-    // A change the subPath file never gets: drift, which a restart would heal, but no restart of
-    // a paused Deployment replaces a Pod.
+    // A change the subPath file never gets: drift, which only a restart heals, and a paused
+    // Deployment rolls out nothing until it is resumed.
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
-    const held = await a.waitFor((l) => l.alert === 'WorkloadPaused', 'WorkloadPaused');
-    const why =
-      'not restarting: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it';
-    expect(held.reasons).toContain(why);
+    await a.waitFor((l) => l.msg === 'restart recorded on a paused workload', 'the recorded restart');
+    const waiting =
+      'Deployment web is paused: a restart rolls out only when it is resumed (kubectl rollout resume deployment/web)';
     const event = await waitFor(
       async () => (await events(ns.admin, ns.name, pod.name)).find((e) => e.reason === 'WorkloadPaused'),
       { what: 'the WorkloadPaused Event' },
     );
     expect(event).toMatchObject({ type: 'Warning' });
-    expect(event.message).toContain(why);
+    expect(event.message).toContain(waiting);
+    expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).not.toContain('Healed');
+    const recorded = await templateAnnotations(ns.admin, ns.name);
+    expect(recorded).not.toEqual(before);
+    // Nothing rolled out: the restart waits in the template.
+    expect(await replicaSets(ns.admin, ns.name)).toBe(1);
     const condition = await waitFor(
       async () => {
         const { condition: c } = await podCondition(ns.admin, ns.name, pod.name);
@@ -455,26 +460,33 @@ describe('a paused Deployment', () => {
       },
       { what: 'the condition naming the pause' },
     );
-    expect(condition.message).toContain(why);
+    expect(condition.message).toMatch(/Deployment web (was restarted for config \S+, but it )?is paused/);
     const dry = await cli(['heal', '--dry-run', '--debounce', '1s'], pod.env);
     expect(dry.status).toBe(1);
     expect(dry.stdout).toContain('plan: alert (WorkloadPaused), no restart');
-    expect(dry.stdout).toContain(why);
-    // Three resyncs later: still not restarted, and told once.
+    expect(dry.stdout).toMatch(
+      /Deployment web was restarted for config \S+, but it is paused: no new pods come until it is resumed \(kubectl rollout resume deployment\/web\)/,
+    );
+    // Three resyncs later: not restarted again.
     const checks = async () => sample(await a.metrics(), 'config_sync_checks_total') ?? 0;
     const checked = await checks();
     await waitFor(async () => ((await checks()) >= checked + 3 ? true : undefined), {
       what: 'three more passes',
     });
-    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
-    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(before);
-    expect(
-      sample(await a.metrics(), 'config_sync_heal_total', { action: 'alert', result: 'WorkloadPaused' }),
-    ).toBe(1);
+    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(recorded);
+    expect(sample(await a.metrics(), 'config_sync_heal_total', { action: 'restart', result: 'paused' })).toBe(
+      1,
+    );
 
+    // Resumed: the Deployment controller rolls the recorded restart out, and the agent, whose
+    // Pod that rollout replaces, does not restart it again.
     await pause(false);
-    await a.waitFor((l) => l.msg === 'restarted workload', 'the restart once resumed');
-    expect(await templateAnnotations(ns.admin, ns.name)).not.toEqual(before);
+    await waitFor(async () => ((await replicaSets(ns.admin, ns.name)) === 2 ? true : undefined), {
+      what: 'the rollout the resume starts',
+    });
+    await a.waitFor((l) => l.decision === 'deduped', 'the agent finding the restart under way');
+    expect(await templateAnnotations(ns.admin, ns.name)).toEqual(recorded);
+    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
   });
 });
 

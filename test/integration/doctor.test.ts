@@ -183,7 +183,7 @@ describe('doctor in a well-configured pod', () => {
     expect(report.scope.namespace).toEqual({ value: ns.name, source: 'POD_NAMESPACE' });
   });
 
-  it('notes, before any drift, that a paused Deployment would not be restarted, and how to let it through', async () => {
+  it('notes, before any drift, that a restart of a paused Deployment waits for its resume', async () => {
     const pause = (paused: boolean) =>
       ns.admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
         name: 'web',
@@ -191,7 +191,7 @@ describe('doctor in a well-configured pod', () => {
         body: [{ op: 'add', path: '/spec/paused', value: paused }],
       });
     const note =
-      'note: drift would not be healed by a restart now: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it';
+      'note: drift would not be healed by a restart now: Deployment web is paused: a restart rolls out only when it is resumed (kubectl rollout resume deployment/web)';
     expect(doctor([], inPod(agent.token)).stdout).not.toContain(note);
     await pause(true);
     try {

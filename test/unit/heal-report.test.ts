@@ -51,6 +51,24 @@ describe('restartReport', () => {
   });
 });
 
+describe('restartReport of a paused workload', () => {
+  it('tells the recorded restart as WorkloadPaused, never as Healed: nothing is replaced until the resume', () => {
+    const paused =
+      'Deployment web is paused: a restart rolls out only when it is resumed (kubectl rollout resume deployment/web)';
+    const report = restartReport(plan({ paused }), { type: 'restarted' }, false);
+    expect(report.metric).toEqual({ action: 'restart', result: 'paused' });
+    expect(report.log).toMatchObject({ level: 'warn', msg: 'restart recorded on a paused workload' });
+    expect(report.event).toEqual({
+      reason: 'WorkloadPaused',
+      message: `recorded the restart of Deployment web for config c0ffee: ${paused}`,
+      type: 'Warning',
+    });
+    expect(conditionNote(plan({ paused }))).toBe(paused);
+    // Refused or failed, it is told as any restart.
+    expect(restartReport(plan({ paused }), { type: 'conflict' }, false).metric.result).toBe('conflict');
+  });
+});
+
 describe('planReport', () => {
   it('deduped: a Deduped Event with the last reason, once', () => {
     const p = plan({ decision: 'deduped', reasons: ['x', 'Deployment web was already restarted'] });

@@ -206,14 +206,19 @@ describe('planHeal', () => {
       workload: { kind, name: 'web', resourceVersion: '42', restartAnnotations: annotations, rolloutHeld },
     });
 
-    it('does not restart a paused Deployment, as kubectl does not, and says how to let the restart through', () => {
+    it('restarts a paused Deployment, so that its resume brings one rollout, and says the restart waits for the resume', () => {
       const plan = planHeal(input({ owner: held('Deployment', 'paused') }));
-      expect(plan).toMatchObject({ decision: 'alert', alert: 'WorkloadPaused' });
-      expect(plan.retryAt).toBeUndefined();
+      const paused =
+        'Deployment web is paused: a restart rolls out only when it is resumed (kubectl rollout resume deployment/web)';
+      expect(plan).toMatchObject({ decision: 'restart', paused });
+      expect(plan.alert).toBeUndefined();
       expect(plan.reasons).toEqual([
         'app:/etc/app: ContentDrift: files differ',
-        'not restarting: Deployment web is paused, so a restart would replace no pod (kubectl refuses to restart a paused Deployment too); resume it (kubectl rollout resume deployment/web) and the next pass restarts it',
+        'restart Deployment web with config new, if its restart annotations are still as read at resourceVersion 42 (no restart by config-sync yet); a replica that restarts it first makes this one dedupe',
+        paused,
       ]);
+      // Not paused: no such line.
+      expect(planHeal(input()).paused).toBeUndefined();
     });
 
     it('does not restart a StatefulSet that replaces pods only when they are deleted', () => {
@@ -303,16 +308,14 @@ describe('planHeal', () => {
 
     it('is named before a rate limit (which no wait would lift) and after alert-only and a pod being deleted', () => {
       const recent = new Date(NOW - 60_000).toISOString();
-      expect(
-        planHeal(
-          input({
-            owner: held('Deployment', 'paused', {
-              [ANNOTATION.restartedAt]: recent,
-              [ANNOTATION.configHash]: 'older',
-            }),
-          }),
-        ).alert,
-      ).toBe('WorkloadPaused');
+      const restartedRecently = { [ANNOTATION.restartedAt]: recent, [ANNOTATION.configHash]: 'older' };
+      expect(planHeal(input({ owner: held('StatefulSet', 'on-delete', restartedRecently) })).alert).toBe(
+        'UpdateOnDelete',
+      );
+      // A paused Deployment is restarted, so the rate limit applies to it as to any restart.
+      expect(planHeal(input({ owner: held('Deployment', 'paused', restartedRecently) })).alert).toBe(
+        'RateLimited',
+      );
       expect(
         planHeal(
           input({
