@@ -124,3 +124,37 @@ describe('check and heal', () => {
     expect(check.status).toBe(0);
   });
 });
+
+describe('heal on a paused Deployment', () => {
+  const paused = useNamespace('heal-paused');
+
+  it('records the restart, says it waits for the resume (exit 1: nothing is healed yet), and does not record it twice', async () => {
+    const [p] = (await createApp(paused.admin, paused.name, 1)) as [AppPod];
+    await paused.admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
+      name: 'web',
+      namespace: paused.name,
+      body: [{ op: 'add', path: '/spec/paused', value: true }],
+    });
+    await updateConfig(paused.admin, paused.name, { 'app.yaml': 'level: debug\n' });
+    const before = await templateAnnotations(paused.admin, paused.name);
+    const run = await cli(['heal', '--grace', '0s'], p.env);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toMatch(
+      /recorded the restart of Deployment web with config [0-9a-f]{16}; Deployment web is paused: a restart rolls out only when it is resumed \(kubectl rollout resume deployment\/web\)\n$/,
+    );
+    const recorded = await templateAnnotations(paused.admin, paused.name);
+    expect(recorded).not.toEqual(before);
+    const events = (
+      await paused.admin.makeApiClient(CoreV1Api).listNamespacedEvent({ namespace: paused.name })
+    ).items;
+    expect(events.map((e) => e.reason)).not.toContain('Healed');
+    expect(events.find((e) => e.reason === 'WorkloadPaused')?.message).toMatch(
+      /^recorded the restart of Deployment web for config [0-9a-f]{16}: Deployment web is paused: .*\(by config-sync heal\)$/,
+    );
+
+    const again = await cli(['heal', '--grace', '0s'], p.env);
+    expect(again.status).toBe(1);
+    expect(again.stdout).toMatch(/^plan: alert \(WorkloadPaused\), no restart/);
+    expect(await templateAnnotations(paused.admin, paused.name)).toEqual(recorded);
+  });
+});

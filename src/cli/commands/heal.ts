@@ -49,7 +49,7 @@ async function tellOnPod(rt: Runtime, report: HealReport, io: CliIO): Promise<vo
 export const healCommand: Command = {
   name: 'heal',
   summary: 'decide what to do about drift and why (--dry-run), or do it once: at most one restart',
-  usage: `config-sync heal [--dry-run] [-o text|json] [flags]\n\nFlags:\n${flagHelp(defs)}\n\nExit: 0 nothing left to do (in sync, restarted, or a sibling restarted), 1 drift not healed (or --dry-run found drift), 2 usage or configuration error, 3 API or permission error.`,
+  usage: `config-sync heal [--dry-run] [-o text|json] [flags]\n\nFlags:\n${flagHelp(defs)}\n\nExit: 0 nothing left to do (in sync, restarted, or a sibling restarted), 1 drift not healed (or --dry-run found drift, or the restart waits for a paused Deployment's resume), 2 usage or configuration error, 3 API or permission error.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('heal', defs, args, env);
     const format = parseOutputFormat(settings.string('output')?.value);
@@ -72,13 +72,16 @@ export const healCommand: Command = {
       const outcome = await restartWorkload(rt.client, rt.namespace, plan, new Date());
       if (outcome === 'restarted') {
         await tellOnPod(rt, restartReport(plan, { type: 'restarted' }, false), io);
-        const done = `restarted ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}`;
+        // A paused Deployment's restart is recorded, and heals nothing until it is resumed.
+        const done = plan.paused
+          ? `recorded the restart of ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}; ${plan.paused}`
+          : `restarted ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}`;
         io.stdout.write(
           format === 'json'
-            ? planJson(plan, verdicts, { result: 'restarted' })
+            ? planJson(plan, verdicts, { result: plan.paused ? 'paused' : 'restarted' })
             : `${planText(plan, verdicts)}${done}\n`,
         );
-        return EXIT.ok;
+        return plan.paused ? EXIT.drift : EXIT.ok;
       }
       if (attempt >= MAX_ATTEMPTS) {
         io.stderr.write(
