@@ -26,8 +26,8 @@ export interface WorkloadState {
   /** Its rollout state, from its status (the policy gate's --only-when-settled). */
   readonly health?: WorkloadHealth;
   /**
-   * Set when a change of its pod template replaces none of its Pods now (paused, or updating
-   * only the Pods someone deletes): a restart would restart nothing (owner.ts, rolloutHeldBy).
+   * Set when a change of its pod template replaces none of its Pods now: paused (until it is
+   * resumed), or updating only the Pods someone deletes (owner.ts, rolloutHeldBy).
    */
   readonly rolloutHeld?: RolloutGate;
   /**
@@ -60,7 +60,7 @@ export interface PlanInput {
   readonly podCreatedAt?: number | undefined;
   /** The pod is being deleted (its deletionTimestamp is set), as last read. */
   readonly podTerminating?: boolean;
-  /** A StatefulSet pod's ordinal (pod-plan.ts), for its workload's update partition. */
+  /** A StatefulSet pod's ordinal (owner.ts, podOrdinalOf), for its workload's update partition. */
   readonly podOrdinal?: number | undefined;
   /** The digest of every source as the API has it now. */
   readonly expectedConfigHash: string;
@@ -127,8 +127,9 @@ export interface Plan {
  *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
  *      a sibling restarted it already: deduped, saying how far its rollout is, or that its
  *      controller gave up on it (a second restart would not mend that either). Unless the
- *      restart would not replace this Pod (6b, as in 6c): then no new Pod is on its way, and
- *      saying so would hide the drift: alert, with what would let it through. A pod was created
+ *      restart does not replace this Pod (6b: paused, OnDelete, a partition above its ordinal):
+ *      then no new Pod is on its way, and saying so would hide the drift: alert, with what would
+ *      let it through. A pod was created
  *      by the restart when it carries the hash (inherited from the template), or, for a kind
  *      whose Pods do not inherit it (spec.restartAt), when it was created in the second of the
  *      restart or later;

@@ -25,7 +25,8 @@ export type RestartMethod = 'template-annotations' | 'restart-at';
 
 /**
  * What, in the object, can make a change of its pod template replace none of its Pods now
- * (heal/owner.ts reads it; the planner then does not restart):
+ * (heal/owner.ts reads it; the planner says so instead of calling the drift healed or deduped,
+ * heal/planner.ts steps 6b, 6c and 8):
  *  - `paused`: spec.paused, a Deployment paused with `kubectl rollout pause`; its controller
  *    rolls nothing out until it is resumed, and kubectl refuses to restart it ("can't restart
  *    paused deployment (run rollout resume first)", kubectl's objectrestarter.go);
