@@ -52,42 +52,29 @@ export function restartReport(plan: Plan, outcome: RestartOutcome, repeated: boo
       ...(repeated ? {} : { event: { reason: 'HealFailed', message: e.message, type: 'Warning' } }),
     };
   }
+  const fields = {
+    decision: 'restart',
+    workload: plan.workload,
+    configHash: plan.configHash,
+    reasons: plan.reasons,
+  };
+  const what = `${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}`;
+  // A paused Deployment's restart is recorded and rolls out only when it is resumed: nothing is
+  // healed yet.
   if (plan.paused)
     return {
       metric: { action: 'restart', result: 'paused' },
-      log: {
-        level: 'warn',
-        msg: 'restart recorded on a paused workload',
-        fields: {
-          decision: 'restart',
-          workload: plan.workload,
-          configHash: plan.configHash,
-          reasons: plan.reasons,
-        },
-      },
+      log: { level: 'warn', msg: 'restart recorded on a paused workload', fields },
       event: {
         reason: 'WorkloadPaused',
-        message: `recorded the restart of ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.paused}`,
+        message: `recorded the restart of ${what}: ${plan.paused}`,
         type: 'Warning',
       },
     };
   return {
     metric: { action: 'restart', result: 'ok' },
-    log: {
-      level: 'info',
-      msg: 'restarted workload',
-      fields: {
-        decision: 'restart',
-        workload: plan.workload,
-        configHash: plan.configHash,
-        reasons: plan.reasons,
-      },
-    },
-    event: {
-      reason: 'Healed',
-      message: `restarted ${plan.workload?.kind} ${plan.workload?.name} for config ${plan.configHash}: ${plan.reasons[0]}`,
-      type: 'Normal',
-    },
+    log: { level: 'info', msg: 'restarted workload', fields },
+    event: { reason: 'Healed', message: `restarted ${what}: ${plan.reasons[0]}`, type: 'Normal' },
   };
 }
 
