@@ -225,12 +225,12 @@ export function planHeal(input: PlanInput): Plan {
   }
   // (6b), (6c)
   const hold = rolloutHoldOf(w, input.podOrdinal);
-  const heldPlan = (held: RolloutHold, restarted: boolean): Plan => ({
+  const heldPlan = (held: RolloutHold, line: string): Plan => ({
     ...base,
     workload,
     decision: 'alert',
     alert: HOLD_ALERTS[held.by],
-    reasons: [...why, rolloutHeldLine(w, held, configHash, restarted)],
+    reasons: [...why, line],
   });
   // (6)
   const last = Date.parse(kept[ANNOTATION.restartedAt] ?? '');
@@ -255,7 +255,7 @@ export function planHeal(input: PlanInput): Plan {
       };
     }
     // (6b)
-    if (hold) return heldPlan(hold, true);
+    if (hold) return heldPlan(hold, heldAfterRestartLine(w, hold, configHash));
     return {
       ...base,
       workload,
@@ -267,7 +267,7 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (6c)
-  if (hold && hold.by !== 'paused') return heldPlan(hold, false);
+  if (hold && hold.by !== 'paused') return heldPlan(hold, `not restarting: ${heldLine(w, hold)}`);
   // (7)
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
@@ -284,7 +284,8 @@ export function planHeal(input: PlanInput): Plan {
     };
   }
   // (8)
-  const paused = hold ? rolloutHeldLine(w, hold, configHash, false) : undefined;
+  // (6c) returned for every other hold.
+  const paused = hold ? heldLine(w, hold) : undefined;
   return {
     ...base,
     workload,
@@ -304,7 +305,7 @@ export function planHeal(input: PlanInput): Plan {
  */
 function newPodsLine(w: WorkloadState): string {
   if (w.health?.stalled)
-    return `but its rollout has stalled (ProgressDeadlineExceeded: ${w.health.stalled}): new pods are not becoming available (kubectl rollout status ${w.kind.toLowerCase()}/${w.name})`;
+    return `but its rollout has stalled (ProgressDeadlineExceeded: ${w.health.stalled}): new pods are not becoming available (kubectl rollout status ${kubectlRef(w)})`;
   return `new pods are on their way${w.health ? ` (${w.health.detail})` : ''}`;
 }
 
@@ -328,7 +329,7 @@ export function isHoldAlert(
  */
 export function restartHeldLine(w: WorkloadState, podOrdinal: number | undefined): string | undefined {
   const hold = rolloutHoldOf(w, podOrdinal);
-  return hold && rolloutHeldLine(w, hold, '', false).replace(/^not restarting: /, '');
+  return hold && heldLine(w, hold);
 }
 
 /** (6b), (6c) Why a restart of `w` would not replace this Pod, if it would not. */
@@ -340,30 +341,38 @@ function rolloutHoldOf(w: WorkloadState, podOrdinal: number | undefined): Rollou
 }
 
 /**
- * (6b), (6c) What keeps a restart of `w` from replacing this Pod, and what would: `restarted`,
- * the workload already carries the config (a restart made before it was held, or by hand).
+ * (6c), (8) What keeps a restart of `w` from replacing this Pod now, and what would let it
+ * through.
  */
-function rolloutHeldLine(
-  w: WorkloadState,
-  hold: RolloutHold,
-  configHash: string,
-  restarted: boolean,
-): string {
-  const ref = `${w.kind.toLowerCase()}/${w.name}`;
+function heldLine(w: WorkloadState, hold: RolloutHold): string {
   switch (hold.by) {
     case 'paused':
-      return restarted
-        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it is paused: no new pods come until it is resumed (kubectl rollout resume ${ref})`
-        : `${w.kind} ${w.name} is paused: a restart rolls out only when it is resumed (kubectl rollout resume ${ref})`;
+      return `${w.kind} ${w.name} is paused: a restart rolls out only when it is resumed (kubectl rollout resume ${kubectlRef(w)})`;
     case 'on-delete':
-      return restarted
-        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`
-        : `not restarting: ${w.kind} ${w.name} replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config`;
-    case 'partition': {
-      const staged = `only its pods of ordinal ${hold.partition} and above are replaced (rolling update partition ${hold.partition}), and this pod is ordinal ${hold.ordinal}`;
-      return restarted
-        ? `${w.kind} ${w.name} was restarted for config ${configHash}, but ${staged}: lower the partition, or delete this pod for one with that config`
-        : `not restarting: a restart of ${w.kind} ${w.name} would not replace this pod: ${staged}; lower the partition, or delete this pod for one with the current config`;
-    }
+      return `${w.kind} ${w.name} replaces a pod only when the pod is deleted (updateStrategy OnDelete), so a restart would replace none; delete this pod for one with the current config`;
+    case 'partition':
+      return `a restart of ${w.kind} ${w.name} would not replace this pod: ${partitionWords(hold)}; lower the partition, or delete this pod for one with the current config`;
   }
+}
+
+/** (6b) The same, where the workload already carries the config (restarted before it was held, or held since). */
+function heldAfterRestartLine(w: WorkloadState, hold: RolloutHold, configHash: string): string {
+  const restarted = `${w.kind} ${w.name} was restarted for config ${configHash}, but`;
+  switch (hold.by) {
+    case 'paused':
+      return `${restarted} it is paused: no new pods come until it is resumed (kubectl rollout resume ${kubectlRef(w)})`;
+    case 'on-delete':
+      return `${restarted} it replaces a pod only when the pod is deleted (updateStrategy OnDelete): delete this pod for one with that config`;
+    case 'partition':
+      return `${restarted} ${partitionWords(hold)}: lower the partition, or delete this pod for one with that config`;
+  }
+}
+
+function partitionWords(hold: { partition: number; ordinal: number }): string {
+  return `only its pods of ordinal ${hold.partition} and above are replaced (rolling update partition ${hold.partition}), and this pod is ordinal ${hold.ordinal}`;
+}
+
+/** `deployment/web`, as kubectl names a workload. */
+function kubectlRef(w: WorkloadState): string {
+  return `${w.kind.toLowerCase()}/${w.name}`;
 }
