@@ -2,15 +2,9 @@
 // restart patch, against bare processes that patch on the same change.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import {
-  AppsV1Api,
-  type KubeConfig,
-  RbacAuthorizationV1Api,
-  type V1Deployment,
-  Watch,
-} from '@kubernetes/client-node';
+import { AppsV1Api, type KubeConfig, type V1Deployment, Watch } from '@kubernetes/client-node';
 import { applyRbac, bin, webDeployment } from '../test/cluster/app.ts';
-import { createServiceAccountIdentity } from '../test/cluster/identities.ts';
+import { createServiceAccountIdentity, grantRole } from '../test/cluster/identities.ts';
 import { layInClusterDir } from '../test/cluster/in-cluster.ts';
 import { writeSubPathFile } from '../test/cluster/kubelet-volume.ts';
 import { freeLoopbackPort } from '../test/cluster/ports.ts';
@@ -326,29 +320,18 @@ export async function restartRows({ kc, core, plane }: ProcessBench): Promise<vo
  * agent, under the same RBAC and admission policy.
  */
 async function grantRawAgent(kc: KubeConfig, namespace: string, serviceAccount: string, deployment: string) {
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  const name = `bench-${deployment}`;
-  await rbac.createNamespacedRole({
+  await grantRole(kc, {
     namespace,
-    body: {
-      metadata: { name },
-      rules: [
-        {
-          apiGroups: ['apps'],
-          resources: ['deployments'],
-          verbs: ['get', 'patch'],
-          resourceNames: [deployment],
-        },
-      ],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace }],
-    },
+    name: `bench-${deployment}`,
+    serviceAccount: { namespace, name: serviceAccount },
+    rules: [
+      {
+        apiGroups: ['apps'],
+        resources: ['deployments'],
+        verbs: ['get', 'patch'],
+        resourceNames: [deployment],
+      },
+    ],
   });
 }
 

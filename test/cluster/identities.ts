@@ -78,27 +78,42 @@ export interface Identity {
   readonly pod?: { readonly name: string; readonly uid: string };
 }
 
+/** A Role `name` of `rules` in `namespace`, and its RoleBinding to `serviceAccount`. */
+export async function grantRole(
+  kc: KubeConfig,
+  grant: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly serviceAccount: { readonly namespace: string; readonly name: string };
+    readonly rules: readonly V1PolicyRule[];
+  },
+): Promise<void> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const { namespace, name } = grant;
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: [...grant.rules] } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', ...grant.serviceAccount }],
+    },
+  });
+}
+
 export async function createServiceAccountIdentity(kc: KubeConfig, spec: IdentitySpec): Promise<Identity> {
   const core = kc.makeApiClient(CoreV1Api);
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   const { namespace, name } = spec;
   if (!spec.existingServiceAccount) {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
   }
 
   if (spec.rules) {
-    const roleNamespace = spec.roleNamespace ?? namespace;
-    await rbac.createNamespacedRole({
-      namespace: roleNamespace,
-      body: { metadata: { name }, rules: [...spec.rules] },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: roleNamespace,
-      body: {
-        metadata: { name },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-        subjects: [{ kind: 'ServiceAccount', name, namespace }],
-      },
+    await grantRole(kc, {
+      namespace: spec.roleNamespace ?? namespace,
+      name,
+      serviceAccount: { namespace, name },
+      rules: spec.rules,
     });
   }
 

@@ -10,13 +10,13 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
-  RbacAuthorizationV1Api,
   type V1Container,
   type V1Deployment,
   type V1PodSpec,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import { grantRole } from '../cluster/identities.ts';
 import { writeSubPathFile } from '../cluster/kubelet-volume.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -492,28 +492,13 @@ describe('a paused Deployment', () => {
 
 /** The shipped Role names a Deployment: lets the agent read and restart a StatefulSet `web` too. */
 async function grantStatefulSet(ns: { admin: KubeConfig; name: string }): Promise<void> {
-  const rbac = ns.admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
+  await grantRole(ns.admin, {
     namespace: ns.name,
-    body: {
-      metadata: { name: 'agent-statefulset' },
-      rules: [
-        {
-          apiGroups: ['apps'],
-          resources: ['statefulsets'],
-          verbs: ['get', 'patch'],
-          resourceNames: ['web'],
-        },
-      ],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns.name,
-    body: {
-      metadata: { name: 'agent-statefulset' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent-statefulset' },
-      subjects: [{ kind: 'ServiceAccount', name: 'config-sync-agent', namespace: ns.name }],
-    },
+    name: 'agent-statefulset',
+    serviceAccount: { namespace: ns.name, name: 'config-sync-agent' },
+    rules: [
+      { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'patch'], resourceNames: ['web'] },
+    ],
   });
 }
 
