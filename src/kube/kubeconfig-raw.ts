@@ -57,18 +57,20 @@ function readRawKubeconfig(file: string): RawKubeconfig {
   return parseRawKubeconfig(text);
 }
 
-/** A user's tokenFile as written (not yet resolved against its file's directory), if it sets one. */
-export function tokenFileOfUser(user: unknown): string | undefined {
+/** The tokenFile of `user`, an entry of `kubeconfigFile`, resolved against its directory, if it sets one. */
+function tokenFileOfUser(kubeconfigFile: string, user: unknown): string | undefined {
   const file = (user as { tokenFile?: unknown } | null | undefined)?.tokenFile;
-  return typeof file === 'string' && file !== '' ? file : undefined;
+  return typeof file === 'string' && file !== ''
+    ? path.resolve(path.dirname(kubeconfigFile), file)
+    : undefined;
 }
 
 /** User name -> absolute tokenFile path, for the users of one kubeconfig file that set one. */
 export function tokenFiles(kubeconfigFile: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const [name, user] of readRawKubeconfig(kubeconfigFile).users) {
-    const file = tokenFileOfUser(user);
-    if (file !== undefined) out.set(name, path.resolve(path.dirname(kubeconfigFile), file));
+    const file = tokenFileOfUser(kubeconfigFile, user);
+    if (file !== undefined) out.set(name, file);
   }
   return out;
 }
@@ -89,8 +91,7 @@ function firstDefinition(
 /** The tokenFile of `user`, absolute, from the first file that defines that user, if it sets one. */
 export function tokenFileOf(files: readonly string[], user: string): string | undefined {
   const found = firstDefinition(files, 'users', user);
-  const file = found && tokenFileOfUser(found.entry);
-  return found && file !== undefined ? path.resolve(path.dirname(found.file), file) : undefined;
+  return found && tokenFileOfUser(found.file, found.entry);
 }
 
 /**
