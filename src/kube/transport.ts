@@ -418,10 +418,10 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
    * refused as the server went away), over the connection that replaces the one sent away, as
    * client-go does. The new connection can be sent away in turn before it gets to the request
    * (kube-apiserver's --goaway-chance picks any response to do it: 2 of 1500 reads failed so in
-   * a CI run of test/integration/goaway.test.ts), so up to RESEND_BACKOFF_MS.length times: the first at once,
-   * the later ones after a growing pause, as Go's HTTP/2 transport backs off (it waits 1, 2, 4 s
-   * ...; these stay well inside a request timeout). A server that refuses every stream is
-   * not merely going away, and its refusal is the error.
+   * a CI run of test/integration/goaway.test.ts), so up to RESEND_BACKOFF_MS.length times: the
+   * first at once, the later ones after a growing pause, as Go's HTTP/2 transport backs off (it
+   * waits 1, 2, 4 s ...; these stay well inside a request timeout). A server that refuses every
+   * stream is not merely going away, and its refusal is the error.
    */
   async function resendingUnprocessed<T>(send: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt += 1) {
