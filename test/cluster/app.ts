@@ -232,6 +232,15 @@ export async function updateConfig(
   return updated.metadata?.resourceVersion ?? '';
 }
 
+/** Pauses the `web` Deployment (`kubectl rollout pause`), or resumes it. */
+export async function pauseWeb(admin: KubeConfig, namespace: string, paused: boolean): Promise<void> {
+  await admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
+    name: 'web',
+    namespace,
+    body: [{ op: 'add', path: '/spec/paused', value: paused }],
+  });
+}
+
 export async function templateAnnotations(
   admin: KubeConfig,
   namespace: string,

@@ -28,6 +28,7 @@ import {
   createApp,
   expectOneRestart,
   isHealDecision,
+  pauseWeb,
   prepareAgentPod,
   root,
   SECRET_VALUE,
@@ -423,13 +424,7 @@ describe('a paused Deployment', () => {
 
   it('gets its restart recorded, told as waiting for the resume, never as healed; the resume brings one rollout', async () => {
     const pod = await subPathApp(ns);
-    const deployments = ns.admin.makeApiClient(AppsV1Api);
-    const pause = (paused: boolean) =>
-      deployments.patchNamespacedDeployment({
-        name: 'web',
-        namespace: ns.name,
-        body: [{ op: 'add', path: '/spec/paused', value: paused }],
-      });
+    const pause = (paused: boolean) => pauseWeb(ns.admin, ns.name, paused);
     await pause(true);
     const a = agent(pod, ['--debounce', '1s', '--resync', '2s']);
     await a.waitFor((l) => l.state === 'InSync', 'InSync');

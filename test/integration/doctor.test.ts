@@ -9,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type V1PolicyRule } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bin } from '../cluster/app.ts';
+import { bin, pauseWeb } from '../cluster/app.ts';
 import { writeKubeconfig } from '../cluster/control-plane.ts';
 import { createServiceAccountIdentity, type Identity } from '../cluster/identities.ts';
 import { layInClusterDir } from '../cluster/in-cluster.ts';
@@ -184,12 +184,7 @@ describe('doctor in a well-configured pod', () => {
   });
 
   it('notes, before any drift, that a restart of a paused Deployment waits for its resume', async () => {
-    const pause = (paused: boolean) =>
-      ns.admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
-        name: 'web',
-        namespace: ns.name,
-        body: [{ op: 'add', path: '/spec/paused', value: paused }],
-      });
+    const pause = (paused: boolean) => pauseWeb(ns.admin, ns.name, paused);
     const note =
       'note: drift would not be healed by a restart now: Deployment web is paused: a restart rolls out only when it is resumed (kubectl rollout resume deployment/web)';
     expect(doctor([], inPod(agent.token)).stdout).not.toContain(note);

@@ -4,7 +4,15 @@ import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
-import { type AppPod, cli, createApp, templateAnnotations, updateConfig, writeMount } from './support-app.ts';
+import {
+  type AppPod,
+  cli,
+  createApp,
+  pauseWeb,
+  templateAnnotations,
+  updateConfig,
+  writeMount,
+} from './support-app.ts';
 
 const ns = useNamespace('heal');
 let pods: AppPod[];
@@ -130,11 +138,7 @@ describe('heal on a paused Deployment', () => {
 
   it('records the restart, says it waits for the resume (exit 1: nothing is healed yet), and does not record it twice', async () => {
     const [p] = (await createApp(paused.admin, paused.name, 1)) as [AppPod];
-    await paused.admin.makeApiClient(AppsV1Api).patchNamespacedDeployment({
-      name: 'web',
-      namespace: paused.name,
-      body: [{ op: 'add', path: '/spec/paused', value: true }],
-    });
+    await pauseWeb(paused.admin, paused.name, true);
     await updateConfig(paused.admin, paused.name, { 'app.yaml': 'level: debug\n' });
     const before = await templateAnnotations(paused.admin, paused.name);
     const run = await cli(['heal', '--grace', '0s'], p.env);

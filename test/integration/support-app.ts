@@ -14,6 +14,7 @@ export {
   type CliRun,
   isHealDecision,
   type LogLine,
+  pauseWeb,
   root,
   SECRET_VALUE,
   sample,
