@@ -8,10 +8,11 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { root } from '../cluster/app.ts';
 import { buildTool } from '../cluster/assets.ts';
-import { NODE_IP } from '../cluster/node.ts';
+import { BRIDGE_MAC, bridgeMac, NODE_IP } from '../cluster/node.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
 import { waitFor } from '../cluster/wait.ts';
 import {
+  agentLogTail,
   describeOnNode,
   eventsOf,
   inSyncCondition,
@@ -65,6 +66,15 @@ describeOnNode('the policy gate on a real node', () => {
     ];
     await kubectl('-n', ns.name, 'patch', 'deployment', 'web', '--type', 'json', '-p', JSON.stringify(patch));
     await kubectl('-n', ns.name, 'rollout', 'status', 'deployment/web', '--timeout=120s');
+    // The Pods of the last rollout torn down, their veths gone from the bridge, and the node's
+    // bridge still has its own address: the Pods that stay still reach the API and OPA through it.
+    const core = ns.admin.makeApiClient(CoreV1Api);
+    await waitFor(
+      async () =>
+        (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items.length === 2,
+      { what: 'the Pods of the last rollout gone', timeoutMs: 120_000, intervalMs: 500 },
+    );
+    expect(bridgeMac()).toBe(BRIDGE_MAC);
     await kubectl('-n', ns.name, 'label', 'deployment', 'web', 'config-sync.io/frozen=true');
     const before = await webPodsInSync(ns.admin, ns.name, 2);
     const restartedBefore = await restartsOf(ns.admin, ns.name);
@@ -78,7 +88,6 @@ describeOnNode('the policy gate on a real node', () => {
     expect(denied.message).toContain(
       `policy ${policyUrl}: denied: Deployment web is frozen (label config-sync.io/frozen=true)`,
     );
-    const core = ns.admin.makeApiClient(CoreV1Api);
     await waitFor(
       async () => {
         const pods = await Promise.all(
@@ -91,7 +100,23 @@ describeOnNode('the policy gate on a real node', () => {
           ? true
           : undefined;
       },
-      { what: 'both conditions False, naming the refusal', timeoutMs: 60_000, intervalMs: 500 },
+      {
+        what: 'both conditions False, naming the refusal',
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        // Each Pod's condition as last written and its agent's last lines: which one did not
+        // name the refusal, and what its agent did instead.
+        onTimeout: async () => {
+          const said = await Promise.all(
+            before.map(async (p) => {
+              const name = p.metadata?.name ?? '';
+              const c = inSyncCondition(await core.readNamespacedPod({ name, namespace: ns.name }));
+              return `${name}: ${c?.status} ${c?.reason}: ${c?.message}\n${await agentLogTail(ns.name, name)}`;
+            }),
+          );
+          return said.join('\n');
+        },
+      },
     );
     expect(await restartsOf(ns.admin, ns.name)).toBe(restartedBefore);
     expect((await eventsOf(ns.admin, ns.name)).some((e) => e.reason === 'Healed')).toBe(false);
