@@ -17,7 +17,9 @@
 //  (3) log each verdict that changed, and the propagation time of what just caught up;
 //  (4) if anything drifted: find the owner and read the Pod again (one being deleted never
 //      restarts), plan, and act once per distinct plan (restart, dedupe or alert), with an
-//      Event on the Pod; a 409 wakes the loop to re-plan at once;
+//      Event on the Pod; a 409 wakes the loop to re-plan at once; a heal that failed (a read
+//      or the patch refused or unanswered, the policy server unable to decide) is tried again
+//      after a backoff of 5 s doubling to 5 min (heal/retry.ts), not at the next --resync;
 //      in reload mode, wait for the app's answer;
 //  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat;
 //  (6) until every app container with an env or subPath target shows its start, read the Pod
@@ -38,6 +40,7 @@ import {
   type RestartOutcome,
   restartReport,
 } from '../heal/report.ts';
+import { healRetryDelay } from '../heal/retry.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { PayloadDigests } from '../read/payload-digests.ts';
@@ -54,7 +57,7 @@ import { runLoop, Wakeup } from './loop.ts';
 import { containerStarts, isDrift, type PassResult, readsContainerStarts, verifyPass } from './pass.ts';
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
-import { reloadController } from './reload-controller.ts';
+import { type HealOutcome, reloadController } from './reload-controller.ts';
 import type { Runtime } from './runtime.ts';
 import {
   baselinesToRecord,
@@ -152,6 +155,23 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (report.event) await event(report.event.reason, report.event.message, report.event.type);
   }
 
+  /** Failed heals in a row: how long the wait before the next try is (heal/retry.ts). */
+  let healFailures = 0;
+  /**
+   * A heal that failed (a read it needed, the restart patch, or the policy server's answer): the
+   * pass is run again after a backoff rather than at the next --resync, and `failed` tells the
+   * reload fallback that it is still owed.
+   */
+  function healFailed(): HealOutcome {
+    healFailures += 1;
+    const delay = healRetryDelay(healFailures, Math.random());
+    log.info(
+      { failures: healFailures, retryInSeconds: Math.round(delay / 1000) },
+      'the heal failed: trying again',
+    );
+    return { failed: true, retryAt: clock() + delay };
+  }
+
   // (3) `owner` and `pod`: the workload and the agent's own Pod as read beside the sources'
   // confirmation (confirmView), so the restart waits for one round trip fewer; read here when
   // the caller has none. The Pod is read again because a deletion comes long after the start,
@@ -161,7 +181,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     now: number,
     owner?: Promise<OwnerState>,
     pod?: Promise<V1Pod | undefined>,
-  ): Promise<{ retryAt?: number; conflict?: boolean }> {
+  ): Promise<HealOutcome> {
     let plan: Plan;
     try {
       const [ownerState, ownPod] = await Promise.all([owner ?? currentOwner(), pod ?? readOwnPod()]);
@@ -185,7 +205,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         );
         await event('HealFailed', (error as Error).message, 'Warning');
       }
-      return {};
+      return healFailed();
     }
     const key = actionKey(plan);
     const repeated = key === lastActionKey;
@@ -202,11 +222,15 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         return { conflict: true };
       }
       lastActionKey = key;
+      if (outcome.type === 'failed') return healFailed();
+      healFailures = 0;
       return {};
     }
     const report = planReport(plan, repeated);
     lastActionKey = key;
     if (report) await tell(report);
+    if (plan.undecided) return healFailed();
+    healFailures = 0;
     return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
   }
 
@@ -394,6 +418,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       metrics.lastSuccess.set(now / 1000);
       lastActionKey = '';
       refusalNote = undefined;
+      healFailures = 0;
     }
     await recordBaselines(pass);
 

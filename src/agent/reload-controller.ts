@@ -33,6 +33,13 @@ import type { ContainerStarts } from './pass.ts';
 /** How soon a reload fallback held back by an unreadable API is tried again. */
 const FALLBACK_RETRY_MS = 5_000;
 
+/** How the agent's act went: `conflict`, a 409 (plan again); `failed`, tried again at `retryAt`. */
+export interface HealOutcome {
+  readonly retryAt?: number;
+  readonly conflict?: boolean;
+  readonly failed?: boolean;
+}
+
 export interface ReloadDeps {
   readonly config: ReloadConfig;
   readonly targets: readonly Target[];
@@ -43,11 +50,8 @@ export interface ReloadDeps {
   readonly starts: () => ContainerStarts;
   /** The source cache's quorum re-read (watch/source-cache.ts). */
   readonly confirm: (refs: readonly SourceRef[]) => Promise<Confirmation>;
-  /** Plans and performs a heal for these verdicts (the agent's act); `conflict`: a 409, re-plan. */
-  readonly act: (
-    verdicts: readonly Verdict[],
-    now: number,
-  ) => Promise<{ retryAt?: number; conflict?: boolean }>;
+  /** Plans and performs a heal for these verdicts (the agent's act). */
+  readonly act: (verdicts: readonly Verdict[], now: number) => Promise<HealOutcome>;
   readonly wake: () => void;
   readonly event: (reason: EventReason, message: string, type: 'Normal' | 'Warning') => Promise<void>;
   readonly metrics: AgentMetrics;
@@ -128,9 +132,11 @@ export function reloadController(deps: ReloadDeps): ReloadController {
       mismatches: [],
     };
     // A 409 (the workload changed while planning) is not the fallback carried out: it stays owed,
-    // and the pass the conflict wakes plans it again on the workload as it is now.
-    const { retryAt, conflict } = await deps.act([...verdicts, failed], now);
-    if (!conflict) reload = fallbackCarriedOut(reload);
+    // and the pass the conflict wakes plans it again on the workload as it is now. Nor is a
+    // failure (the restart patch or a read refused or unanswered, the policy server unable to
+    // decide): it stays owed, and is tried again at the retryAt the failure set.
+    const { retryAt, conflict, failed: unhealed } = await deps.act([...verdicts, failed], now);
+    if (!conflict && !unhealed) reload = fallbackCarriedOut(reload);
     return retryAt === undefined ? {} : { retryAt };
   }
 

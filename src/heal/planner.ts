@@ -107,6 +107,12 @@ export interface Plan {
    * Deployment is resumed. The line that says so, for the report and the InSync condition.
    */
   readonly paused?: string;
+  /**
+   * Refused because the policy server could not decide (unreachable, too slow, a malformed
+   * answer) under --policy-failure closed: a failure, not a decision, so it is asked again soon
+   * (heal/retry.ts) rather than at the next resync.
+   */
+  readonly undecided?: true;
   readonly drifted: readonly Verdict[];
 }
 

@@ -9,8 +9,9 @@
 //  (2) --only-when-settled: not while the workload is not fully available or a rollout is in
 //      progress (read from its status), retried at the next pass;
 //  (3) OPA (--policy-url): its `allow` and `reason`; unreachable, too slow or a malformed answer
-//      follows --policy-failure: closed (the default: no restart, an alert) or open (restart),
-//      and the plan says which;
+//      follows --policy-failure: closed (the default: no restart, an alert, and the plan is
+//      `undecided`, so the agent asks again soon: heal/retry.ts) or open (restart), and the plan
+//      says which;
 //  (4) the first refusal wins; every step's line goes into the plan's reasons.
 import { ConfigSyncError } from '../errors.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
@@ -209,6 +210,8 @@ export interface Gate {
   readonly allowed: boolean;
   readonly lines: readonly string[];
   readonly retryAt?: number;
+  /** Refused because OPA could not decide (--policy-failure closed), not because it said no. */
+  readonly undecided?: true;
 }
 
 /** (1) and (2): the built-in policies, which need nothing but the plan's workload and the clock. */
@@ -257,6 +260,7 @@ export function opaGate(builtIn: Gate, config: PolicyConfig, outcome: OpaOutcome
   const open = config.opa.failure === 'open';
   return {
     allowed: open,
+    ...(open ? {} : { undecided: true }),
     lines: [
       ...builtIn.lines,
       `${at} could not decide (${outcome.why}); --policy-failure ${config.opa.failure}: ${open ? 'restarting anyway' : 'no restart'}`,
@@ -275,6 +279,7 @@ export function gatedPlan(plan: Plan, gate: Gate): Plan {
     alert: 'PolicyDenied',
     reasons: [...plan.reasons.slice(0, -1), ...gate.lines, DENIED],
     ...(gate.retryAt === undefined ? {} : { retryAt: gate.retryAt }),
+    ...(gate.undecided ? { undecided: true } : {}),
   };
 }
 

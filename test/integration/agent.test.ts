@@ -10,6 +10,7 @@ import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
+  RbacAuthorizationV1Api,
   type V1Container,
   type V1Deployment,
   type V1PodSpec,
@@ -553,6 +554,97 @@ describe('a StatefulSet updating on delete', () => {
       .readNamespacedStatefulSet({ name: 'web', namespace: ns.name });
     expect(sts.spec?.template.metadata?.annotations?.['config-sync.io/config-hash']).toBeUndefined();
     expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
+  });
+});
+
+/**
+ * Takes `patch` on the Deployment out of the agent's Role, so that its restart is refused (403);
+ * the function returned puts the Role back as it was.
+ */
+async function refuseRestarts(admin: KubeConfig, namespace: string): Promise<() => Promise<void>> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const name = 'config-sync-agent';
+  const role = await rbac.readNamespacedRole({ name, namespace });
+  const rules = role.rules ?? [];
+  await rbac.replaceNamespacedRole({
+    name,
+    namespace,
+    body: {
+      ...role,
+      rules: rules.map((r) => (r.resources?.includes('deployments') ? { ...r, verbs: ['get'] } : r)),
+    },
+  });
+  return async () => {
+    const now = await rbac.readNamespacedRole({ name, namespace });
+    await rbac.replaceNamespacedRole({ name, namespace, body: { ...now, rules } });
+  };
+}
+
+describe('a restart the API refuses for a while', () => {
+  const ns = useNamespace('agent-heal-retry');
+
+  it('is tried again after a backoff, not at the next --resync: one HealFailed Event, then one restart', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const allowRestarts = await refuseRestarts(ns.admin, ns.name);
+    // A resync far beyond the test's waits: only the retry can bring the restart.
+    const a = agent(pod, ['--grace', '1s', '--resync', '1h']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const failed = await a.waitFor((l) => l.msg === 'the heal failed: trying again', 'the failed restart');
+    expect(failed).toMatchObject({ failures: 1 });
+    expect(failed.retryInSeconds).toBeGreaterThanOrEqual(4);
+    expect(failed.retryInSeconds).toBeLessThanOrEqual(6);
+    expect(a.lines.find((l) => l.level === 'error')).toMatchObject({ code: 'CS_API_FORBIDDEN' });
+    await allowRestarts();
+
+    const restarted = await a.waitFor(
+      (l) => l.msg === 'restarted workload',
+      'the restart after the backoff',
+      60_000,
+    );
+    expect((await templateAnnotations(ns.admin, ns.name))['config-sync.io/config-hash']).toBe(
+      restarted.configHash,
+    );
+    const reasons = (await events(ns.admin, ns.name, pod.name)).map((e) => e.reason);
+    expect(reasons.filter((r) => r === 'HealFailed')).toHaveLength(1);
+    expect(reasons).toContain('Healed');
+    const metrics = await a.metrics();
+    expect(
+      sample(metrics, 'config_sync_heal_total', { action: 'restart', result: 'failed' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sample(metrics, 'config_sync_heal_total', { action: 'restart', result: 'ok' })).toBe(1);
+  });
+});
+
+describe('a reload fallback the API refuses for a while', () => {
+  const ns = useNamespace('agent-reload-retry');
+
+  it('stays owed and is carried out once the API allows it, not lost after the first try', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    // The app's reload endpoint is broken: every change falls back to a restart.
+    const server = http.createServer((_req, res) => res.writeHead(500).end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`;
+    try {
+      const a = agent(pod, ['--on-drift', 'reload', '--reload-url', url, '--grace', '30s', '--resync', '1h']);
+      await a.waitFor((l) => l.state === 'InSync', 'InSync');
+      const allowRestarts = await refuseRestarts(ns.admin, ns.name);
+      await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: warn\n' });
+      writeMount(pod.mountRoot, { 'app.yaml': 'level: warn\n' });
+      await a.waitFor((l) => l.msg === 'reload failed', 'the failed reload');
+      await a.waitFor((l) => l.msg === 'the heal failed: trying again', 'the refused fallback restart');
+      await allowRestarts();
+      await a.waitFor(
+        (l) => l.msg === 'restarted workload',
+        'the fallback restart after the backoff',
+        60_000,
+      );
+      expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).toEqual(
+        expect.arrayContaining(['ReloadFailed', 'HealFailed', 'Healed']),
+      );
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -135,6 +135,47 @@ describe('the agent asks OPA before it restarts', () => {
   });
 });
 
+describe('a policy server down when the drift comes', () => {
+  const ns = useNamespace('policy-later');
+
+  it('is asked again after a backoff, not at the next --resync, and its answer then restarts', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const port = await freeLoopbackPort();
+    const url = `http://127.0.0.1:${port}/v1/data/configsync/restart`;
+    // A resync far beyond the test's waits: only the retry can bring the restart.
+    const agent = AgentProcess.start(pod, ['--grace', '1s', '--resync', '1h', '--policy-url', url]);
+    running.push(agent);
+    await agent.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const undecided = await agent.waitFor((l) => l.alert === 'PolicyDenied', 'PolicyDenied', 60_000);
+    expect(undecided.reasons).toContain(
+      `policy ${url} could not decide (ECONNREFUSED); --policy-failure closed: no restart`,
+    );
+    await agent.waitFor((l) => l.msg === 'the heal failed: trying again', 'the retry to come');
+
+    const late = spawn(
+      opa,
+      [
+        'run',
+        '--server',
+        '--addr',
+        `127.0.0.1:${port}`,
+        '--log-level',
+        'error',
+        ...['decision.rego', 'frozen.rego'].map((f) => path.join(policies, f)),
+      ],
+      { stdio: 'ignore' },
+    );
+    extraServers.push(late);
+    const restarted = await agent.waitFor(
+      (l) => l.msg === 'restarted workload',
+      'the restart once OPA answers',
+      60_000,
+    );
+    expect(restarted.reasons).toContain(`policy ${url}: allowed: no policy refuses it`);
+  }, 120_000);
+});
+
 describe('when the policy cannot decide, and the built-in policies', () => {
   const ns = useNamespace('policy-builtin');
   let pod: AppPod;

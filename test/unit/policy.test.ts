@@ -174,6 +174,8 @@ describe('the gate', () => {
     expect(gatedPlan(restartPlan, denied).reasons).toContain(
       'policy http://127.0.0.1:8181/v1/data/configsync/restart: denied: web is frozen',
     );
+    // A refusal is a decision: not asked again before the next pass.
+    expect(gatedPlan(restartPlan, denied).undecided).toBeUndefined();
   });
 
   it.each([
@@ -190,6 +192,11 @@ describe('the gate', () => {
       expect(gate.lines[0]).toBe(
         `policy http://127.0.0.1:8181/v1/data/configsync/restart could not decide (ECONNREFUSED); --policy-failure ${failure}: ${says}`,
       );
+      // Closed, the refusal is a failure the agent asks about again soon (heal/retry.ts); open,
+      // the restart goes ahead.
+      const plan = gatedPlan(restartPlan, gate);
+      expect(plan.decision).toBe(allowed ? 'restart' : 'alert');
+      expect(plan.undecided).toBe(allowed ? undefined : true);
     },
   );
 

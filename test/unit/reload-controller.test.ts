@@ -1,11 +1,12 @@
 // Reload mode's effects (src/agent/reload-controller.ts), with the agent's parts it calls passed
 // in: a reload that fails falls back to a restart once; a restart refused with 409 (the workload
-// changed while planning) is not the fallback carried out, so the next pass plans it again.
+// changed while planning) or one that failed is not the fallback carried out, so a later pass
+// plans it again.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { reloadController } from '../../src/agent/reload-controller.ts';
+import { type HealOutcome, reloadController } from '../../src/agent/reload-controller.ts';
 import { createLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { SourceSnapshot, SourceState } from '../../src/verify/source.ts';
@@ -17,7 +18,7 @@ const inSync: Verdict[] = [
 ];
 
 describe('the reload fallback', () => {
-  it('after a 409 it stays owed and is planned again; once carried out, never again for that config', async () => {
+  it('after a 409 or a failure it stays owed and is planned again; once carried out, never again for that config', async () => {
     let version = '1';
     const lookup = (): SourceState => ({
       state: 'present',
@@ -30,7 +31,7 @@ describe('the reload fallback', () => {
         keys: new Map([['app.yaml', { sha256: version.repeat(64).slice(0, 64), size: 1 }]]),
       },
     });
-    const answers = [{ conflict: true }, {}];
+    const answers: HealOutcome[] = [{ conflict: true }, { failed: true, retryAt: 0 }, {}];
     const acted: Verdict[][] = [];
     const nobody = `http://127.0.0.1:${await freeLoopbackPort()}/-/reload`;
     const controller = reloadController({
@@ -61,12 +62,16 @@ describe('the reload fallback', () => {
     await controller.afterInSync(inSync, t0 + 10_000);
     expect(acted).toHaveLength(1);
     expect(acted[0]?.at(-1)).toMatchObject({ target: 'reload', state: 'Drifted', reason: 'ReloadFailed' });
-    // The next pass: still owed, planned again, carried out.
-    await controller.afterInSync(inSync, t0 + 11_000);
+    // The next pass: still owed, planned again; the restart fails (the API did not answer), so
+    // it stays owed, and the pass asks to run again when the failure's backoff ends.
+    expect(await controller.afterInSync(inSync, t0 + 11_000)).toEqual({ retryAt: 0 });
     expect(acted).toHaveLength(2);
+    // The pass at that time: planned again, carried out.
+    await controller.afterInSync(inSync, t0 + 16_000);
+    expect(acted).toHaveLength(3);
     // Carried out: not again for this config.
-    await controller.afterInSync(inSync, t0 + 12_000);
-    expect(acted).toHaveLength(2);
+    await controller.afterInSync(inSync, t0 + 17_000);
+    expect(acted).toHaveLength(3);
   });
 });
 
