@@ -19,9 +19,10 @@
 //      restarts), plan, and act once per distinct plan (restart, dedupe or alert), with an
 //      Event on the Pod; a 409 wakes the loop to re-plan at once; a heal that failed (a read
 //      or the patch refused or unanswered, the policy server unable to decide) is tried again
-//      after a backoff of 5 s doubling to 5 min (heal/retry.ts), not at the next --resync;
+//      after a backoff of 5 s doubling to 5 min (agent/retry.ts), not at the next --resync;
 //      in reload mode, wait for the app's answer;
-//  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat;
+//  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat (a
+//      write that failed is tried again after the same backoff as a heal);
 //  (6) until every app container with an env or subPath target shows its start, read the Pod
 //      again now and then (the start ties each baseline to the container it stands for);
 //  (7) return the earliest deadline (a grace window, a retry, that read) for the loop's sleep.
@@ -40,7 +41,6 @@ import {
   type RestartOutcome,
   restartReport,
 } from '../heal/report.ts';
-import { healRetryDelay } from '../heal/retry.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import type { AgentMetrics } from '../metrics/metrics.ts';
 import { PayloadDigests } from '../read/payload-digests.ts';
@@ -58,6 +58,7 @@ import { containerStarts, isDrift, type PassResult, readsContainerStarts, verify
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import { type HealOutcome, reloadController } from './reload-controller.ts';
+import { retryDelay } from './retry.ts';
 import type { Runtime } from './runtime.ts';
 import {
   baselinesToRecord,
@@ -155,7 +156,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (report.event) await event(report.event.reason, report.event.message, report.event.type);
   }
 
-  /** Failed heals in a row: how long the wait before the next try is (heal/retry.ts). */
+  /** Failed heals in a row: how long the wait before the next try is (agent/retry.ts). */
   let healFailures = 0;
   /**
    * A heal that failed (a read it needed, the restart patch, or the policy server's answer): the
@@ -164,7 +165,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
    */
   function healFailed(): HealOutcome {
     healFailures += 1;
-    const delay = healRetryDelay(healFailures, Math.random());
+    const delay = retryDelay(healFailures, Math.random());
     log.info(
       { failures: healFailures, retryInSeconds: Math.round(delay / 1000) },
       'the heal failed: trying again',
@@ -254,7 +255,11 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     : undefined;
 
   // (4)
+  /** Failed status writes in a row, and when to write again (retry.ts): not at the next resync. */
+  let statusFailures = 0;
+  let statusRetryAt: number | undefined;
   async function writeStatus(verdicts: readonly Verdict[], now: number): Promise<void> {
+    statusRetryAt = undefined;
     if (!podRef) return;
     const versions = rt.sources
       .map((ref) => {
@@ -268,9 +273,19 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     try {
       await writePodStatus(rt.client, rt.namespace, podRef.name, write.update);
       status = write.written;
+      statusFailures = 0;
     } catch (error) {
+      // Unwritten, the condition says what the last write said (a readiness gate acts on it):
+      // the pass runs again after a backoff, and writes whatever is due then.
+      statusFailures += 1;
+      const delay = retryDelay(statusFailures, Math.random());
+      statusRetryAt = clock() + delay;
       log.warn(
-        { code: (error as { code?: string }).code, hint: (error as { hint?: string }).hint },
+        {
+          code: (error as { code?: string }).code,
+          hint: (error as { hint?: string }).hint,
+          retryInSeconds: Math.round(delay / 1000),
+        },
         (error as Error).message,
       );
     }
@@ -460,10 +475,12 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     await readStartsWhenDue(clock());
 
     // (7) A drift the API could not confirm is asked about again soon, not at the next resync:
-    // the read that failed was one request, and the drift behind it may be real.
+    // the read that failed was one request, and the drift behind it may be real. So is a status
+    // write that failed.
     const deadlines = pass.verdicts.map((v) => v.deadline).filter((d): d is number => d !== undefined);
     if (retryAt !== undefined) deadlines.push(retryAt);
     if (unconfirmed) deadlines.push(clock() + CONFIRM_RETRY_MS);
+    if (statusRetryAt !== undefined) deadlines.push(statusRetryAt);
     if (startsPending()) deadlines.push(startsReadAt);
     return deadlines.length ? Math.min(...deadlines) : undefined;
   }

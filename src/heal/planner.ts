@@ -110,7 +110,7 @@ export interface Plan {
   /**
    * Refused because the policy server could not decide (unreachable, too slow, a malformed
    * answer) under --policy-failure closed: a failure, not a decision, so it is asked again soon
-   * (heal/retry.ts) rather than at the next resync.
+   * (agent/retry.ts) rather than at the next resync.
    */
   readonly undecided?: true;
   readonly drifted: readonly Verdict[];

@@ -10,7 +10,7 @@
 //      progress (read from its status), retried at the next pass;
 //  (3) OPA (--policy-url): its `allow` and `reason`; unreachable, too slow or a malformed answer
 //      follows --policy-failure: closed (the default: no restart, an alert, and the plan is
-//      `undecided`, so the agent asks again soon: heal/retry.ts) or open (restart), and the plan
+//      `undecided`, so the agent asks again soon: agent/retry.ts) or open (restart), and the plan
 //      says which;
 //  (4) the first refusal wins; every step's line goes into the plan's reasons.
 import { ConfigSyncError } from '../errors.ts';

@@ -558,22 +558,23 @@ describe('a StatefulSet updating on delete', () => {
 });
 
 /**
- * Takes `patch` on the Deployment out of the agent's Role, so that its restart is refused (403);
- * the function returned puts the Role back as it was.
+ * Takes `verb` on `resource` out of the agent's Role (a rule left with no verb goes), so that
+ * the agent is refused (403) there; the function returned puts the Role back as it was.
  */
-async function refuseRestarts(admin: KubeConfig, namespace: string): Promise<() => Promise<void>> {
+async function refuseVerb(
+  admin: KubeConfig,
+  namespace: string,
+  resource: string,
+  verb: string,
+): Promise<() => Promise<void>> {
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   const name = 'config-sync-agent';
   const role = await rbac.readNamespacedRole({ name, namespace });
   const rules = role.rules ?? [];
-  await rbac.replaceNamespacedRole({
-    name,
-    namespace,
-    body: {
-      ...role,
-      rules: rules.map((r) => (r.resources?.includes('deployments') ? { ...r, verbs: ['get'] } : r)),
-    },
-  });
+  const fewer = rules
+    .map((r) => (r.resources?.includes(resource) ? { ...r, verbs: r.verbs.filter((v) => v !== verb) } : r))
+    .filter((r) => r.verbs.length > 0);
+  await rbac.replaceNamespacedRole({ name, namespace, body: { ...role, rules: fewer } });
   return async () => {
     const now = await rbac.readNamespacedRole({ name, namespace });
     await rbac.replaceNamespacedRole({ name, namespace, body: { ...now, rules } });
@@ -585,7 +586,7 @@ describe('a restart the API refuses for a while', () => {
 
   it('is tried again after a backoff, not at the next --resync: one HealFailed Event, then one restart', async () => {
     const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
-    const allowRestarts = await refuseRestarts(ns.admin, ns.name);
+    const allowRestarts = await refuseVerb(ns.admin, ns.name, 'deployments', 'patch');
     // A resync far beyond the test's waits: only the retry can bring the restart.
     const a = agent(pod, ['--grace', '1s', '--resync', '1h']);
     await a.waitFor((l) => l.state === 'InSync', 'InSync');
@@ -616,6 +617,31 @@ describe('a restart the API refuses for a while', () => {
   });
 });
 
+describe('a status write the API refuses for a while', () => {
+  const ns = useNamespace('agent-status-retry');
+
+  it('is written again after a backoff, not at the next --resync', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const allowWrites = await refuseVerb(ns.admin, ns.name, 'pods/status', 'patch');
+    // A resync far beyond the test's waits, and nothing else due: only the retry writes it.
+    const a = agent(pod, ['--resync', '1h']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    const refused = await a.waitFor((l) => l.code === 'CS_API_FORBIDDEN', 'the refused status write');
+    expect(refused.level).toBe('warn');
+    expect(refused.retryInSeconds).toBeGreaterThanOrEqual(4);
+    expect(refused.retryInSeconds).toBeLessThanOrEqual(6);
+    expect((await podCondition(ns.admin, ns.name, pod.name)).condition).toBeUndefined();
+    await allowWrites();
+
+    const written = await waitFor(async () => (await podCondition(ns.admin, ns.name, pod.name)).condition, {
+      what: 'the InSync condition, written after the backoff',
+      timeoutMs: 45_000,
+      intervalMs: 250,
+    });
+    expect(written).toMatchObject({ status: 'True', reason: 'InSync' });
+  });
+});
+
 describe('a reload fallback the API refuses for a while', () => {
   const ns = useNamespace('agent-reload-retry');
 
@@ -628,7 +654,7 @@ describe('a reload fallback the API refuses for a while', () => {
     try {
       const a = agent(pod, ['--on-drift', 'reload', '--reload-url', url, '--grace', '30s', '--resync', '1h']);
       await a.waitFor((l) => l.state === 'InSync', 'InSync');
-      const allowRestarts = await refuseRestarts(ns.admin, ns.name);
+      const allowRestarts = await refuseVerb(ns.admin, ns.name, 'deployments', 'patch');
       await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: warn\n' });
       writeMount(pod.mountRoot, { 'app.yaml': 'level: warn\n' });
       await a.waitFor((l) => l.msg === 'reload failed', 'the failed reload');

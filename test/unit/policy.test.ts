@@ -192,7 +192,7 @@ describe('the gate', () => {
       expect(gate.lines[0]).toBe(
         `policy http://127.0.0.1:8181/v1/data/configsync/restart could not decide (ECONNREFUSED); --policy-failure ${failure}: ${says}`,
       );
-      // Closed, the refusal is a failure the agent asks about again soon (heal/retry.ts); open,
+      // Closed, the refusal is a failure the agent asks about again soon (agent/retry.ts); open,
       // the restart goes ahead.
       const plan = gatedPlan(restartPlan, gate);
       expect(plan.decision).toBe(allowed ? 'restart' : 'alert');

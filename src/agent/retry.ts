@@ -1,0 +1,20 @@
+// How soon the agent tries again what it had to do and could not: a heal (a restart patch the API
+// refused or did not answer, a read the plan needed, a policy server that could not decide) or
+// the write of its Pod's status. Waiting for the next --resync instead (60 s by default, up to a
+// day) left the drift in place, or the InSync condition wrong (a readiness gate on it), that long
+// after one lost request, and in reload mode lost the fallback restart for good.
+//
+// The delay doubles from RETRY_FIRST_MS with each failure in a row, up to RETRY_MAX_MS,
+// and is spread over 80 % to 120 % of that: the replicas of a workload fail together (an API
+// server restarting, a policy server down) and would otherwise all come back in the same second.
+// Pure: `random` is a number in [0, 1) the caller draws.
+
+export const RETRY_FIRST_MS = 5_000;
+export const RETRY_MAX_MS = 300_000;
+
+/** The wait before the next try after `failures` (1 or more) failures in a row. */
+export function retryDelay(failures: number, random: number): number {
+  const doubled = RETRY_FIRST_MS * 2 ** Math.max(0, Math.min(failures - 1, 30));
+  const spread = 0.8 + 0.4 * Math.min(Math.max(random, 0), 1);
+  return Math.round(Math.min(doubled, RETRY_MAX_MS) * spread);
+}
