@@ -30,8 +30,19 @@ export function controllerOf(meta: V1ObjectMeta | undefined): V1OwnerReference |
 }
 
 export type ResolvedOwner =
-  | { readonly type: 'workload'; readonly kind: WorkloadKind; readonly name: string }
+  | {
+      readonly type: 'workload';
+      readonly kind: WorkloadKind;
+      readonly name: string;
+      /** The revision of the pod template the Pod was made from, where its kind tells (supersededRevisions). */
+      readonly podRevision?: string;
+    }
   | { readonly type: 'unsupported'; readonly description: string };
+
+/** The annotation a Deployment's controller numbers its rollouts with, on it and on each ReplicaSet. */
+const DEPLOYMENT_REVISION = 'deployment.kubernetes.io/revision';
+/** The label a StatefulSet's controller names the revision a Pod was made from with. */
+const CONTROLLER_REVISION_HASH = 'controller-revision-hash';
 
 export type OwnerStep = ResolvedOwner | { readonly type: 'replicaset'; readonly name: string };
 
@@ -42,7 +53,11 @@ export function podOwnerStep(pod: V1Pod): OwnerStep {
   if (owner.kind === 'ReplicaSet' && owner.apiVersion === `${REPLICA_SET.group}/${REPLICA_SET.version}`)
     return { type: 'replicaset', name: owner.name };
   const w = workloadType(owner.apiVersion, owner.kind);
-  if (w && !w.viaReplicaSet) return { type: 'workload', kind: w.kind, name: owner.name };
+  if (w && !w.viaReplicaSet) {
+    const podRevision =
+      w.kind === 'StatefulSet' ? pod.metadata?.labels?.[CONTROLLER_REVISION_HASH] : undefined;
+    return { type: 'workload', kind: w.kind, name: owner.name, ...definedOnly({ podRevision }) };
+  }
   return { type: 'unsupported', description: `${owner.kind} ${owner.name}` };
 }
 
@@ -50,7 +65,10 @@ export function podOwnerStep(pod: V1Pod): OwnerStep {
 export function replicaSetOwnerStep(name: string, meta: V1ObjectMeta | undefined): ResolvedOwner {
   const top = controllerOf(meta);
   const w = top && workloadType(top.apiVersion, top.kind);
-  if (top && w?.viaReplicaSet) return { type: 'workload', kind: w.kind, name: top.name };
+  if (top && w?.viaReplicaSet) {
+    const podRevision = w.kind === 'Deployment' ? meta?.annotations?.[DEPLOYMENT_REVISION] : undefined;
+    return { type: 'workload', kind: w.kind, name: top.name, ...definedOnly({ podRevision }) };
+  }
   return {
     type: 'unsupported',
     description: `ReplicaSet ${name}${top ? ` (owned by ${top.kind} ${top.name})` : ' (no owner)'}`,
@@ -86,6 +104,8 @@ export interface WorkloadObject {
     readonly desiredNumberScheduled?: number;
     readonly updatedNumberScheduled?: number;
     readonly numberAvailable?: number;
+    /** A StatefulSet's: the revision its rolling update makes Pods of. */
+    readonly updateRevision?: string;
     readonly conditions?: readonly {
       readonly type?: string;
       readonly status?: string;
@@ -174,17 +194,39 @@ export function podOrdinalOf(pod: V1Pod | undefined): number | undefined {
 }
 
 /**
+ * The revision of the workload's current pod template against the one the Pod was made from,
+ * where they differ: the Pod is of an older template, which the workload is rolling away from.
+ * A Deployment numbers its templates (its revision annotation, and each ReplicaSet's); a
+ * StatefulSet names them (status.updateRevision, and each Pod's controller-revision-hash label).
+ * Other kinds, or either revision unknown: undefined, and the planner goes on as before.
+ */
+export function supersededRevisions(
+  kind: WorkloadKind,
+  obj: WorkloadObject,
+  podRevision: string | undefined,
+): { readonly podRevision: string; readonly revision: string } | undefined {
+  const revision =
+    kind === 'Deployment'
+      ? obj.metadata?.annotations?.[DEPLOYMENT_REVISION]
+      : kind === 'StatefulSet'
+        ? obj.status?.updateRevision
+        : undefined;
+  if (!revision || !podRevision || revision === podRevision) return undefined;
+  return { podRevision, revision };
+}
+
+/**
  * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
  * them (the restart patch applies only while they are as read), its labels, its rollout state,
- * whether a restart would replace any Pod now, and its resourceVersion (shown in the plan).
+ * whether a restart would replace any Pod now, whether the Pod (of `podRevision`) is of an older
+ * template than the workload's, and its resourceVersion (shown in the plan).
  */
-export async function readWorkload(
-  client: KubeClient,
-  namespace: string,
+export function workloadState(
   kind: WorkloadKind,
   name: string,
-): Promise<OwnerState> {
-  const obj = await client.get<WorkloadObject>(workloadRef(kind, namespace, name));
+  obj: WorkloadObject,
+  podRevision?: string,
+): OwnerState {
   const kept = restartAnnotationsOf(kind, obj);
   return {
     type: 'workload',
@@ -198,9 +240,22 @@ export async function readWorkload(
       ...definedOnly({
         rolloutHeld: rolloutHeldBy(kind, obj),
         updatePartition: updatePartitionOf(kind, obj),
+        podSuperseded: supersededRevisions(kind, obj, podRevision),
       }),
     },
   };
+}
+
+/** The workload read, as the planner needs it (workloadState). */
+export async function readWorkload(
+  client: KubeClient,
+  namespace: string,
+  kind: WorkloadKind,
+  name: string,
+  podRevision?: string,
+): Promise<OwnerState> {
+  const obj = await client.get<WorkloadObject>(workloadRef(kind, namespace, name));
+  return workloadState(kind, name, obj, podRevision);
 }
 
 /** Owner lookup and read in one, for the one-shot commands: unsupported when there is no Pod. */
@@ -212,7 +267,7 @@ export async function resolveOwner(
   if (!pod) return { type: 'unsupported', description: 'no Pod (explicit --watch targets only)' };
   const owner = await findOwner(client, namespace, pod);
   if (owner.type === 'unsupported') return owner;
-  return readWorkload(client, namespace, owner.kind, owner.name);
+  return readWorkload(client, namespace, owner.kind, owner.name, owner.podRevision);
 }
 
 /**
@@ -220,25 +275,37 @@ export async function resolveOwner(
  * change during a Pod's life, and reading the ReplicaSet again on every heal was one round trip
  * more between a change and its restart. The workload itself is read every time (its
  * resourceVersion and restart annotations make the plan); if it is gone, the chain is found again.
+ * Where the workload's revision is not the one the ReplicaSet had, the ReplicaSet is read again
+ * before the Pod counts as superseded: a rollback reuses the ReplicaSet of the template it goes
+ * back to, and gives it the new revision number.
  */
 export function ownerResolver(
   client: KubeClient,
   namespace: string,
   pod: V1Pod | undefined,
 ): () => Promise<OwnerState> {
-  let found: { kind: WorkloadKind; name: string } | undefined;
+  let found: Extract<ResolvedOwner, { type: 'workload' }> | undefined;
+  const find = async (p: V1Pod) => {
+    const owner = await findOwner(client, namespace, p);
+    if (owner.type === 'workload') found = owner;
+    return owner;
+  };
   return async () => {
     if (!found && pod) {
-      const owner = await findOwner(client, namespace, pod);
+      const owner = await find(pod);
       if (owner.type === 'unsupported') return owner;
-      found = owner;
     }
     if (!found) return resolveOwner(client, namespace, pod);
+    const { kind, name } = found;
+    let obj: WorkloadObject;
     try {
-      return await readWorkload(client, namespace, found.kind, found.name);
+      obj = await client.get<WorkloadObject>(workloadRef(kind, namespace, name));
     } catch (error) {
       if (apiStatus(error) === 404) found = undefined;
       throw error;
     }
+    if (pod && WORKLOADS[kind].viaReplicaSet && supersededRevisions(kind, obj, found.podRevision))
+      await find(pod);
+    return workloadState(kind, name, obj, found?.podRevision);
   };
 }

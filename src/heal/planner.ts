@@ -35,6 +35,12 @@ export interface WorkloadState {
    * that ordinal and above (owner.ts, updatePartitionOf).
    */
   readonly updatePartition?: number;
+  /**
+   * Set when the Pod being planned for was made from an older pod template than the workload's
+   * current one: a rollout to that template replaces it (owner.ts, supersededRevisions). The
+   * revisions: a Deployment's numbers, a StatefulSet's revision names.
+   */
+  readonly podSuperseded?: { readonly podRevision: string; readonly revision: string };
 }
 
 /** Why a restart of the workload would not replace this Pod (steps 6b, 6c). */
@@ -145,6 +151,13 @@ export interface Plan {
  *      brings one with the current config. A StatefulSet's partition above this Pod's ordinal (a
  *      staged rollout): its Pods of the partition's ordinal and above are replaced, and their
  *      own agents restart it for themselves. A paused Deployment is not among these: see (8);
+ *  (6d) the Pod was made from an older pod template than the workload's current one, and
+ *      nothing holds the rollout (6b): that rollout is replacing it, and the Pods it makes mount
+ *      the sources afresh: deduped. A restart from here would start a second rollout over the
+ *      first (a deploy that changes the image and the config at once: the old Pods' subPath or
+ *      env targets drift within the debounce, long before the new Pods replace them). A Pod of
+ *      the current template made before the change still drifts, and restarts it for itself.
+ *      (Where the newer template is a sibling's restart for this config, (6) has said so.)
  *  (7) a restart of this workload less than the minimum interval ago: wait (RateLimited);
  *  (8) restart, with a patch the API server applies only while the restart annotations are as
  *      read (executor.ts): the replica that restarts first changes them, and the others, which
@@ -229,7 +242,7 @@ export function planHeal(input: PlanInput): Plan {
       reasons: [...why, 'not restarting: --on-drift alert-only'],
     };
   }
-  // (6b), (6c)
+  // (6b), (6c), (6d): whether anything holds a rollout back from this Pod.
   const hold = rolloutHoldOf(w, input.podOrdinal);
   const heldPlan = (held: RolloutHold, line: string): Plan => ({
     ...base,
@@ -274,6 +287,16 @@ export function planHeal(input: PlanInput): Plan {
   }
   // (6c)
   if (hold && hold.by !== 'paused') return heldPlan(hold, `not restarting: ${heldLine(w, hold)}`);
+  // (6d)
+  if (!hold && w.podSuperseded) {
+    const { podRevision, revision } = w.podSuperseded;
+    return {
+      ...base,
+      workload,
+      decision: 'deduped',
+      reasons: [...why, supersededLine(w, podRevision, revision)],
+    };
+  }
   // (7)
   if (!Number.isNaN(last) && now - last < policy.minRestartIntervalMs) {
     const retryAt = last + policy.minRestartIntervalMs;
@@ -313,6 +336,14 @@ function newPodsLine(w: WorkloadState): string {
   if (w.health?.stalled)
     return `but its rollout has stalled (ProgressDeadlineExceeded: ${w.health.stalled}): new pods are not becoming available (kubectl rollout status ${kubectlRef(w)})`;
   return `new pods are on their way${w.health ? ` (${w.health.detail})` : ''}`;
+}
+
+/** (6d) The rollout of a newer template under way, and whether it is getting anywhere. */
+function supersededLine(w: WorkloadState, podRevision: string, revision: string): string {
+  const rollout = `${w.kind} ${w.name} is rolling out a newer pod template (revision ${revision}; this pod is of revision ${podRevision})`;
+  if (w.health?.stalled)
+    return `${rollout}, but that rollout has stalled (ProgressDeadlineExceeded: ${w.health.stalled}); a restart would not mend it (kubectl rollout status ${kubectlRef(w)})`;
+  return `${rollout}, which replaces this pod with pods that mount the sources afresh${w.health ? ` (${w.health.detail})` : ''}`;
 }
 
 /** The alert for each reason a restart would not replace this Pod (report.ts names its Event so). */

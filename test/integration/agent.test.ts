@@ -764,6 +764,49 @@ describe('an agent in a Pod being deleted', () => {
   });
 });
 
+describe('a deploy that changes the pod template and the config at once', () => {
+  const ns = useNamespace('agent-superseded');
+
+  it("the old Pods' agents leave the workload to that rollout: deduped, no second rollout", async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const apps = ns.admin.makeApiClient(AppsV1Api);
+    const revision = async () =>
+      (await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name })).metadata?.annotations?.[
+        'deployment.kubernetes.io/revision'
+      ];
+    await waitFor(async () => (await revision()) === '1' || undefined, { what: 'revision 1' });
+    const a = agent(pod, ['--grace', '1s']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    // The new image and the new config: the Deployment controller makes revision 2, whose Pods
+    // mount the new config (no kubelet here runs them, so the old Pod stays, as it does until
+    // the new ones are ready), and this Pod's files never change.
+    await apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace: ns.name,
+      body: [
+        {
+          op: 'replace',
+          path: '/spec/template/spec/containers/0/image',
+          value: 'config-sync.invalid/app:v2',
+        },
+      ],
+    });
+    await waitFor(async () => (await revision()) === '2' || undefined, { what: 'revision 2' });
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+
+    const deduped = await a.waitFor((l) => l.decision === 'deduped', 'deduped', 30_000);
+    expect((deduped.reasons as string[]).at(-1)).toMatch(
+      /^Deployment web is rolling out a newer pod template \(revision 2; this pod is of revision 1\), which replaces this pod with pods that mount the sources afresh/,
+    );
+    expect(a.lines.filter((l) => l.msg === 'restarted workload')).toEqual([]);
+    expect(await templateAnnotations(ns.admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
+    expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).toContain('Deduped');
+    expect(await replicaSets(ns.admin, ns.name)).toBe(2);
+    const dry = await cli(['heal', '--dry-run', '--grace', '0s'], pod.env);
+    expect(dry.stdout).toContain('(revision 2; this pod is of revision 1)');
+  });
+});
+
 describe('two kubelet swaps 10 ms apart', () => {
   const ns = useNamespace('agent-swaps');
 

@@ -143,6 +143,79 @@ describe('planHeal', () => {
     );
   });
 
+  describe('a pod of an older pod template than the workload rolls out', () => {
+    const rolling = (
+      over: Partial<Extract<OwnerState, { type: 'workload' }>['workload']> = {},
+    ): OwnerState => ({
+      type: 'workload',
+      workload: {
+        kind: 'Deployment',
+        name: 'web',
+        resourceVersion: '42',
+        restartAnnotations: {},
+        health: { settled: false, detail: '1/2 available, 1/2 updated, 1 old' },
+        podSuperseded: { podRevision: '4', revision: '5' },
+        ...over,
+      },
+    });
+
+    it('is not restarted from: that rollout replaces it (a deploy that changed the config as well)', () => {
+      const plan = planHeal(input({ owner: rolling() }));
+      expect(plan.decision).toBe('deduped');
+      expect(plan.reasons.at(-1)).toBe(
+        'Deployment web is rolling out a newer pod template (revision 5; this pod is of revision 4), which replaces this pod with pods that mount the sources afresh (1/2 available, 1/2 updated, 1 old)',
+      );
+      // Where the newer template is a sibling's restart for this config, the plan says that.
+      const sibling = planHeal(
+        input({ owner: rolling({ restartAnnotations: { [ANNOTATION.configHash]: 'new' } }) }),
+      );
+      expect(sibling.decision).toBe('deduped');
+      expect(sibling.reasons.at(-1)).toMatch(
+        /^Deployment web was already restarted for config new \(by a sibling\)/,
+      );
+    });
+
+    it('says so where the rollout stalled, and still does not start a second one over it', () => {
+      const plan = planHeal(
+        input({
+          owner: rolling({
+            health: {
+              settled: false,
+              detail: '1/2 available',
+              stalled: 'ReplicaSet "web-5" has timed out progressing.',
+            },
+          }),
+        }),
+      );
+      expect(plan.decision).toBe('deduped');
+      expect(plan.reasons.at(-1)).toBe(
+        'Deployment web is rolling out a newer pod template (revision 5; this pod is of revision 4), but that rollout has stalled (ProgressDeadlineExceeded: ReplicaSet "web-5" has timed out progressing.); a restart would not mend it (kubectl rollout status deployment/web)',
+      );
+    });
+
+    it('is left to the holds where the rollout would not replace it: paused, OnDelete, a partition above it', () => {
+      expect(planHeal(input({ owner: rolling({ rolloutHeld: 'paused' }) })).paused).toContain('is paused');
+      const partition = planHeal(
+        input({
+          owner: rolling({
+            kind: 'StatefulSet',
+            updatePartition: 2,
+            podSuperseded: { podRevision: 'web-a', revision: 'web-b' },
+          }),
+          podOrdinal: 0,
+        }),
+      );
+      expect(partition.alert).toBe('UpdatePartitioned');
+    });
+
+    it('alert-only and a pod being deleted come first, as before', () => {
+      expect(
+        planHeal(input({ owner: rolling(), policy: { mode: 'alert-only', minRestartIntervalMs: 0 } })).alert,
+      ).toBe('AlertOnly');
+      expect(planHeal(input({ owner: rolling(), podTerminating: true })).alert).toBe('PodTerminating');
+    });
+  });
+
   it('opens the circuit when this pod came from that restart and still drifts', () => {
     const plan = planHeal(
       input({ owner: deployment({ [ANNOTATION.configHash]: 'new' }), podConfigHash: 'new' }),

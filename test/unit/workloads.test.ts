@@ -9,7 +9,9 @@ import {
   podOwnerStep,
   replicaSetOwnerStep,
   rolloutHeldBy,
+  supersededRevisions,
   updatePartitionOf,
+  workloadState,
 } from '../../src/heal/owner.ts';
 import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
@@ -164,6 +166,54 @@ describe('the owner walk', () => {
     ['no owner', {}, { type: 'unsupported', description: 'ReplicaSet rs-1 (no owner)' }],
   ] as const)('from the ReplicaSet: %s', (_, meta, step) => {
     expect(replicaSetOwnerStep('rs-1', meta)).toEqual(step);
+  });
+});
+
+describe('a pod of an older pod template (supersededRevisions)', () => {
+  it("takes the Pod's revision from its ReplicaSet (a Deployment) or its own label (a StatefulSet)", () => {
+    const rs = {
+      ...owned('apps/v1', 'Deployment', 'web'),
+      annotations: { 'deployment.kubernetes.io/revision': '4' },
+    };
+    expect(replicaSetOwnerStep('web-4', rs)).toEqual({
+      type: 'workload',
+      kind: 'Deployment',
+      name: 'web',
+      podRevision: '4',
+    });
+    const p = pod('apps/v1', 'StatefulSet', 'db') as V1Pod;
+    p.metadata = { ...p.metadata, labels: { 'controller-revision-hash': 'db-7c9d' } };
+    expect(podOwnerStep(p)).toEqual({
+      type: 'workload',
+      kind: 'StatefulSet',
+      name: 'db',
+      podRevision: 'db-7c9d',
+    });
+    // A DaemonSet's Pods carry the label too, but its status names no update revision.
+    const d = pod('apps/v1', 'DaemonSet', 'agent') as V1Pod;
+    d.metadata = { ...d.metadata, labels: { 'controller-revision-hash': 'agent-1' } };
+    expect(podOwnerStep(d)).toEqual({ type: 'workload', kind: 'DaemonSet', name: 'agent' });
+  });
+
+  it("compares it with the workload's current one: a Deployment's revision, a StatefulSet's update revision", () => {
+    const deployment = { metadata: { annotations: { 'deployment.kubernetes.io/revision': '5' } } };
+    expect(supersededRevisions('Deployment', deployment, '4')).toEqual({ podRevision: '4', revision: '5' });
+    expect(supersededRevisions('Deployment', deployment, '5')).toBeUndefined();
+    expect(supersededRevisions('Deployment', {}, '4')).toBeUndefined();
+    expect(supersededRevisions('Deployment', deployment, undefined)).toBeUndefined();
+    const sts = { status: { updateRevision: 'db-8e1f' } };
+    expect(supersededRevisions('StatefulSet', sts, 'db-7c9d')).toEqual({
+      podRevision: 'db-7c9d',
+      revision: 'db-8e1f',
+    });
+    expect(supersededRevisions('StatefulSet', sts, 'db-8e1f')).toBeUndefined();
+    expect(supersededRevisions('Rollout', deployment, '4')).toBeUndefined();
+    // And the state the planner gets carries it.
+    const state = workloadState('Deployment', 'web', deployment, '4');
+    expect(state.type === 'workload' && state.workload.podSuperseded).toEqual({
+      podRevision: '4',
+      revision: '5',
+    });
   });
 });
 
