@@ -31,10 +31,9 @@ const running: AgentProcess[] = [];
 /** OPA servers a test starts for itself: stopped at the end whatever happened. */
 const extraServers: ChildProcess[] = [];
 
-beforeAll(async () => {
-  opa = await buildTool('opa');
-  const port = await freeLoopbackPort();
-  server = spawn(
+/** OPA serving these example policies on 127.0.0.1:port (nothing waits for it here). */
+function opaServer(port: number, files: readonly string[]): ChildProcess {
+  return spawn(
     opa,
     [
       'run',
@@ -43,17 +42,25 @@ beforeAll(async () => {
       `127.0.0.1:${port}`,
       '--log-level',
       'error',
-      ...['decision.rego', 'frozen.rego', 'max-restarts.rego'].map((f) => path.join(policies, f)),
+      ...files.map((f) => path.join(policies, f)),
     ],
     { stdio: 'ignore' },
   );
+}
+
+/** Until OPA on that port answers its health check. */
+async function opaUp(port: number, what: string): Promise<void> {
   await waitFor(
-    async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
-      return res?.ok || undefined;
-    },
-    { what: 'the OPA server' },
+    async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok || undefined,
+    { what },
   );
+}
+
+beforeAll(async () => {
+  opa = await buildTool('opa');
+  const port = await freeLoopbackPort();
+  server = opaServer(port, ['decision.rego', 'frozen.rego', 'max-restarts.rego']);
+  await opaUp(port, 'the OPA server');
   policyUrl = `http://127.0.0.1:${port}/v1/data/configsync/restart`;
 }, 900_000);
 
@@ -153,19 +160,7 @@ describe('a policy server down when the drift comes', () => {
     );
     await agent.waitFor((l) => l.msg === 'the heal failed: trying again', 'the retry to come');
 
-    const late = spawn(
-      opa,
-      [
-        'run',
-        '--server',
-        '--addr',
-        `127.0.0.1:${port}`,
-        '--log-level',
-        'error',
-        ...['decision.rego', 'frozen.rego'].map((f) => path.join(policies, f)),
-      ],
-      { stdio: 'ignore' },
-    );
+    const late = opaServer(port, ['decision.rego', 'frozen.rego']);
     extraServers.push(late);
     const restarted = await agent.waitFor(
       (l) => l.msg === 'restarted workload',
@@ -203,25 +198,10 @@ describe('when the policy cannot decide, and the built-in policies', () => {
 
   it('OPA stopped: fail closed', async () => {
     const port = await freeLoopbackPort();
-    const stopped = spawn(
-      opa,
-      [
-        'run',
-        '--server',
-        '--addr',
-        `127.0.0.1:${port}`,
-        ...['decision.rego', 'frozen.rego'].map((f) => path.join(policies, f)),
-      ],
-      {
-        stdio: 'ignore',
-      },
-    );
+    const stopped = opaServer(port, ['decision.rego', 'frozen.rego']);
     extraServers.push(stopped);
     const url = `http://127.0.0.1:${port}/v1/data/configsync/restart`;
-    await waitFor(
-      async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok || undefined,
-      { what: 'the second OPA server' },
-    );
+    await opaUp(port, 'the second OPA server');
     expect((await dryRun('--policy-url', url)).stdout).toContain('plan: restart Deployment web');
     const exited = new Promise((resolve) => stopped.once('exit', resolve));
     stopped.kill('SIGTERM');
