@@ -4,10 +4,10 @@
 // of the Secret shows in any log, Event or annotation.
 import fs from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { NODE_BASE } from '../cluster/node.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor, waitForSteady } from '../cluster/wait.ts';
 import {
   agentLog,
   agentLogTail,
@@ -419,6 +419,63 @@ describeOnNode('drift kubelet does not fix, on a real node', () => {
       });
       // Alert mode: nothing was restarted (the message names the workload and the reason, the
       // event's object the Pod whose agent restarted it).
+      expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toEqual([]);
+    });
+  });
+
+  describe('a deploy that changes the pod template and a subPath key at once', () => {
+    const ns = useExample('e2e-deploy');
+    it("is one rollout: the old Pods' agents leave it to the Deployment, none restarts it again", async () => {
+      const before = await webPodsInSync(ns.admin, ns.name, 2);
+      const apps = ns.admin.makeApiClient(AppsV1Api);
+      const revision = async () =>
+        (await apps.readNamespacedDeployment({ name: 'web', namespace: ns.name })).metadata?.annotations?.[
+          'deployment.kubernetes.io/revision'
+        ];
+      expect(await revision()).toBe('1');
+      const restartedBefore = await restartsOf(ns.admin, ns.name);
+
+      // As a Helm upgrade applies them: the ConfigMap, then the Deployment's new template. The
+      // old Pods' subPath file is stale from the first, and drifts after the 5 s debounce, while
+      // the Deployment replaces them.
+      await patchConfig(ns.name, { 'log.yaml': 'format: deployed\n' });
+      await kubectl(
+        '-n',
+        ns.name,
+        'patch',
+        'deployment',
+        'web',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({
+          spec: {
+            // Each new Pod counts as available only 10 s after it is ready, as in many a
+            // production Deployment: the old Pods outlive their agents' debounce.
+            minReadySeconds: 10,
+            template: { metadata: { annotations: { 'example.com/release': '2' } } },
+          },
+        }),
+      );
+      const after = await webPodsReplaced(ns.admin, ns.name, before, 'the new Pods InSync', 120_000);
+      expect(after.every((p) => p.metadata?.annotations?.['example.com/release'] === '2')).toBe(true);
+      // Past the debounce of any old Pod's agent: the ReplicaSets stay two, the revision 2.
+      const core = ns.admin.makeApiClient(CoreV1Api);
+      await waitFor(
+        async () =>
+          (await core.listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' })).items.length ===
+            2 || undefined,
+        { what: 'the old Pods gone', timeoutMs: 60_000, intervalMs: 250 },
+      );
+      const replicaSets = await waitForSteady(
+        async () =>
+          (await apps.listNamespacedReplicaSet({ namespace: ns.name, labelSelector: 'app=web' })).items
+            .length,
+        { what: 'the ReplicaSets to stay as they are', quietMs: 8_000, timeoutMs: 60_000 },
+      );
+      expect(replicaSets).toBe(2);
+      expect(await revision()).toBe('2');
+      expect(await restartsOf(ns.admin, ns.name)).toBe(restartedBefore);
       expect((await eventsOf(ns.admin, ns.name)).filter((e) => e.reason === 'Healed')).toEqual([]);
     });
   });
