@@ -28,7 +28,7 @@ export function planText(plan: Plan, verdicts: readonly Verdict[]): string {
     plan.decision === 'restart'
       ? `plan: restart ${plan.workload?.kind} ${plan.workload?.name}`
       : plan.decision === 'deduped'
-        ? `plan: nothing to do, ${plan.workload?.kind} ${plan.workload?.name} was already restarted for this config`
+        ? `plan: nothing to do, ${plan.workload?.kind} ${plan.workload?.name} ${plan.rollingOut ? 'is rolling out a newer pod template, which replaces this pod' : 'was already restarted for this config'}`
         : plan.decision === 'alert'
           ? `plan: alert (${plan.alert}), no restart`
           : 'plan: nothing to do';

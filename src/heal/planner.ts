@@ -119,6 +119,11 @@ export interface Plan {
    * (agent/retry.ts) rather than at the next resync.
    */
   readonly undecided?: true;
+  /**
+   * Deduped because a rollout of a newer pod template than this Pod's replaces it (step 6d), not
+   * because a sibling restarted the workload: the plan's heading and log line say which.
+   */
+  readonly rollingOut?: true;
   readonly drifted: readonly Verdict[];
 }
 
@@ -294,6 +299,7 @@ export function planHeal(input: PlanInput): Plan {
       ...base,
       workload,
       decision: 'deduped',
+      rollingOut: true,
       reasons: [...why, supersededLine(w, podRevision, revision)],
     };
   }

@@ -98,7 +98,9 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
       metric: { action: 'deduped', result: 'ok' },
       log: {
         level: 'info',
-        msg: 'a sibling already restarted the workload',
+        msg: plan.rollingOut
+          ? 'a rollout of a newer pod template replaces this pod'
+          : 'a sibling already restarted the workload',
         fields: {
           decision: 'deduped',
           workload: plan.workload,

@@ -795,6 +795,7 @@ describe('a deploy that changes the pod template and the config at once', () => 
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
 
     const deduped = await a.waitFor((l) => l.decision === 'deduped', 'deduped', 30_000);
+    expect(deduped.msg).toBe('a rollout of a newer pod template replaces this pod');
     expect((deduped.reasons as string[]).at(-1)).toMatch(
       /^Deployment web is rolling out a newer pod template \(revision 2; this pod is of revision 1\), which replaces this pod with pods that mount the sources afresh/,
     );
@@ -803,6 +804,9 @@ describe('a deploy that changes the pod template and the config at once', () => 
     expect((await events(ns.admin, ns.name, pod.name)).map((e) => e.reason)).toContain('Deduped');
     expect(await replicaSets(ns.admin, ns.name)).toBe(2);
     const dry = await cli(['heal', '--dry-run', '--grace', '0s'], pod.env);
+    expect(dry.stdout).toContain(
+      'plan: nothing to do, Deployment web is rolling out a newer pod template, which replaces this pod',
+    );
     expect(dry.stdout).toContain('(revision 2; this pod is of revision 1)');
   });
 });

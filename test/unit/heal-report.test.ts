@@ -1,6 +1,7 @@
 // What the agent tells about a heal plan (src/heal/report.ts): the metric, the log line, the
 // Event, and that the same news is not told twice.
 import { describe, expect, it } from 'vitest';
+import { planText } from '../../src/cli/plan-format.ts';
 import type { Plan } from '../../src/heal/planner.ts';
 import { actionKey, conditionNote, planReport, restartReport } from '../../src/heal/report.ts';
 
@@ -78,6 +79,24 @@ describe('planReport', () => {
       type: 'Normal',
     });
     expect(planReport(p, true)).toBeUndefined();
+    expect(planReport(p, false)?.log.msg).toBe('a sibling already restarted the workload');
+    // Deduped since a rollout of a newer template replaces the Pod: the log line says that.
+    const rolling = plan({
+      decision: 'deduped',
+      rollingOut: true,
+      reasons: ['x', 'Deployment web is rolling out'],
+    });
+    expect(planReport(rolling, false)?.log.msg).toBe('a rollout of a newer pod template replaces this pod');
+    expect(planReport(rolling, false)?.event).toMatchObject({
+      reason: 'Deduped',
+      message: 'Deployment web is rolling out',
+    });
+    expect(planText(rolling, []).split('\n')[0]).toBe(
+      'plan: nothing to do, Deployment web is rolling out a newer pod template, which replaces this pod',
+    );
+    expect(planText(p, []).split('\n')[0]).toBe(
+      'plan: nothing to do, Deployment web was already restarted for this config',
+    );
   });
   it('alert: the Event reason names what kept it from restarting, else Drifted', () => {
     const alert = (a: string) => planReport(plan({ decision: 'alert', alert: a } as Partial<Plan>), false);

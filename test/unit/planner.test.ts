@@ -162,6 +162,7 @@ describe('planHeal', () => {
     it('is not restarted from: that rollout replaces it (a deploy that changed the config as well)', () => {
       const plan = planHeal(input({ owner: rolling() }));
       expect(plan.decision).toBe('deduped');
+      expect(plan.rollingOut).toBe(true);
       expect(plan.reasons.at(-1)).toBe(
         'Deployment web is rolling out a newer pod template (revision 5; this pod is of revision 4), which replaces this pod with pods that mount the sources afresh (1/2 available, 1/2 updated, 1 old)',
       );
