@@ -24,13 +24,14 @@
 //  (5) write the InSync condition and last-config-sync on a transition or at the heartbeat (a
 //      write that failed is tried again after the same backoff as a heal);
 //  (6) until every app container with an env or subPath target shows its start, read the Pod
-//      again now and then (the start ties each baseline to the container it stands for);
+//      again now and then (the start ties each baseline to the container it stands for); send
+//      again the Events whose create failed, once their backoff is over;
 //  (7) return the earliest deadline (a grace window, a retry, that read) for the loop's sleep.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { LoopConfig } from '../config/agent-config.ts';
 import { referencedSources, targetSources } from '../discover/targets.ts';
-import { type EventReason, emitEvent, type PodRef, restartWorkload } from '../heal/executor.ts';
+import { type EventReason, emitEvent, eventName, type PodRef, restartWorkload } from '../heal/executor.ts';
 import { ownerResolver } from '../heal/owner.ts';
 import type { OwnerState, Plan } from '../heal/planner.ts';
 import {
@@ -70,6 +71,17 @@ import { verdictNews } from './verdict-changes.ts';
 
 /** How soon a drift whose sources could not be confirmed (the API did not answer) is tried again. */
 const CONFIRM_RETRY_MS = 5_000;
+/** How many Events whose create failed wait to be sent again (sendUnsentEvents). */
+const MAX_UNSENT_EVENTS = 20;
+
+/** An Event to send: named and timed when it happened, whenever it is sent. */
+interface PendingEvent {
+  readonly reason: EventReason;
+  readonly message: string;
+  readonly type: 'Normal' | 'Warning';
+  readonly at: Date;
+  readonly name: string;
+}
 
 export interface AgentDeps {
   readonly rt: Runtime;
@@ -137,17 +149,55 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     ? { name: rt.pod.metadata.name, namespace: rt.namespace, uid: rt.pod.metadata.uid ?? '' }
     : undefined;
 
+  // An Event whose create failed (the API refused or did not answer) is kept and sent again
+  // after the backoff (retry.ts), at the end of a pass, so that it never holds a restart back:
+  // a Healed or HealFailed Event is how an operator learns why a workload restarted or did not.
+  // It keeps its name and time; one made after all by a try whose answer was lost is a 409, and
+  // counts as sent. At most MAX_UNSENT_EVENTS wait; beyond that the oldest are dropped.
+  const unsentEvents: PendingEvent[] = [];
+  let eventFailures = 0;
+  let eventRetryAt: number | undefined;
+
+  async function sendEvent(e: PendingEvent): Promise<boolean> {
+    if (!podRef) return true;
+    try {
+      await emitEvent(rt.client, podRef, e.reason, e.message, e.type, e.at, e.name);
+      eventFailures = 0;
+      return true;
+    } catch (error) {
+      eventFailures += 1;
+      const delay = retryDelay(eventFailures, Math.random());
+      eventRetryAt = clock() + delay;
+      if (!unsentEvents.includes(e)) {
+        unsentEvents.push(e);
+        if (unsentEvents.length > MAX_UNSENT_EVENTS) unsentEvents.shift();
+      }
+      log.warn(
+        {
+          err: { code: (error as { code?: string }).code, message: (error as Error).message },
+          event: e.reason,
+          retryInSeconds: Math.round(delay / 1000),
+        },
+        'could not emit Event: sending it again',
+      );
+      return false;
+    }
+  }
+
   const event = async (reason: EventReason, message: string, type: 'Normal' | 'Warning') => {
     if (!podRef) return;
-    try {
-      await emitEvent(rt.client, podRef, reason, message, type, new Date(clock()));
-    } catch (error) {
-      log.warn(
-        { err: { code: (error as { code?: string }).code, message: (error as Error).message } },
-        'could not emit Event',
-      );
-    }
+    const at = new Date(clock());
+    await sendEvent({ reason, message, type, at, name: eventName(podRef.name, at) });
   };
+
+  /** The Events that failed, oldest first, once their backoff is over; stops at the first failure. */
+  async function sendUnsentEvents(now: number): Promise<void> {
+    if (unsentEvents.length === 0 || (eventRetryAt !== undefined && now < eventRetryAt)) return;
+    for (const e of [...unsentEvents]) {
+      if (!(await sendEvent(e))) return;
+      unsentEvents.splice(unsentEvents.indexOf(e), 1);
+    }
+  }
 
   /** Performs a heal report (heal/report.ts): the metric, the log line, the Event. */
   async function tell(report: HealReport): Promise<void> {
@@ -473,6 +523,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
 
     // (6)
     await readStartsWhenDue(clock());
+    await sendUnsentEvents(clock());
 
     // (7) A drift the API could not confirm is asked about again soon, not at the next resync:
     // the read that failed was one request, and the drift behind it may be real. So is a status
@@ -481,6 +532,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (retryAt !== undefined) deadlines.push(retryAt);
     if (unconfirmed) deadlines.push(clock() + CONFIRM_RETRY_MS);
     if (statusRetryAt !== undefined) deadlines.push(statusRetryAt);
+    if (unsentEvents.length > 0 && eventRetryAt !== undefined) deadlines.push(eventRetryAt);
     if (startsPending()) deadlines.push(startsReadAt);
     return deadlines.length ? Math.min(...deadlines) : undefined;
   }

@@ -128,7 +128,24 @@ export interface PodRef {
   readonly uid: string;
 }
 
-/** A core/v1 Event on the agent's Pod. Messages carry paths and hash prefixes only. */
+/** Events this process has named: the last digits of the next name, unique within a millisecond. */
+let eventsNamed = 0;
+
+/**
+ * An Event's name as client-go's recorder makes it, the Pod's name and the time in nanoseconds
+ * in hex, with this process's count of Events in the nanoseconds a millisecond leaves over. It is
+ * chosen before the first try, so that a try again after an answer that was lost finds the Event
+ * made (409) rather than making it twice.
+ */
+export function eventName(podName: string, at: Date): string {
+  eventsNamed = (eventsNamed + 1) % 1_000_000;
+  return `${podName}.${(BigInt(at.getTime()) * 1_000_000n + BigInt(eventsNamed)).toString(16)}`;
+}
+
+/**
+ * A core/v1 Event on the agent's Pod, named `name`; one of that name already made (an earlier
+ * try whose answer was lost) counts as sent. Messages carry paths and hash prefixes only.
+ */
 export async function emitEvent(
   client: KubeClient,
   pod: PodRef,
@@ -136,27 +153,32 @@ export async function emitEvent(
   message: string,
   type: 'Normal' | 'Warning',
   now: Date,
+  name: string = eventName(pod.name, now),
 ): Promise<void> {
-  await client.create(
-    { resource: 'events', namespace: pod.namespace },
-    {
-      metadata: { generateName: `${pod.name}.config-sync.`, namespace: pod.namespace },
-      involvedObject: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        name: pod.name,
-        namespace: pod.namespace,
-        uid: pod.uid,
+  try {
+    await client.create(
+      { resource: 'events', namespace: pod.namespace },
+      {
+        metadata: { name, namespace: pod.namespace },
+        involvedObject: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          name: pod.name,
+          namespace: pod.namespace,
+          uid: pod.uid,
+        },
+        reason,
+        message: message.slice(0, 1024),
+        type,
+        source: { component: 'config-sync' },
+        reportingComponent: 'config-sync.io/agent',
+        reportingInstance: pod.name,
+        firstTimestamp: now.toISOString(),
+        lastTimestamp: now.toISOString(),
+        count: 1,
       },
-      reason,
-      message: message.slice(0, 1024),
-      type,
-      source: { component: 'config-sync' },
-      reportingComponent: 'config-sync.io/agent',
-      reportingInstance: pod.name,
-      firstTimestamp: now.toISOString(),
-      lastTimestamp: now.toISOString(),
-      count: 1,
-    },
-  );
+    );
+  } catch (error) {
+    if (apiStatus(error) !== 409) throw error;
+  }
 }

@@ -642,6 +642,42 @@ describe('a status write the API refuses for a while', () => {
   });
 });
 
+describe('Events the API refuses for a while', () => {
+  const ns = useNamespace('agent-event-retry');
+
+  it('are sent once it allows them, each once, with the time they happened: the restart is explained', async () => {
+    const [pod] = (await createApp(ns.admin, ns.name, 1)) as [AppPod];
+    const allowEvents = await refuseVerb(ns.admin, ns.name, 'events', 'create');
+    // A resync far beyond the test's waits: only the retry can send them.
+    const a = agent(pod, ['--grace', '1s', '--resync', '1h']);
+    await a.waitFor((l) => l.state === 'InSync', 'InSync');
+    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
+    const restarted = await a.waitFor((l) => l.msg === 'restarted workload', 'the restart');
+    const refused = await a.waitFor(
+      (l) => l.msg === 'could not emit Event: sending it again' && l.event === 'Healed',
+      'the refused Healed Event',
+    );
+    expect(refused.retryInSeconds).toBeLessThanOrEqual(12);
+    expect(await events(ns.admin, ns.name, pod.name)).toEqual([]);
+    await allowEvents();
+
+    const sent = await waitFor(
+      async () => {
+        const list = await events(ns.admin, ns.name, pod.name);
+        return list.some((e) => e.reason === 'Healed') ? list : undefined;
+      },
+      { what: 'the Healed Event, sent after the backoff', timeoutMs: 45_000, intervalMs: 250 },
+    );
+    expect(sent.filter((e) => e.reason === 'Healed')).toHaveLength(1);
+    expect(sent.filter((e) => e.reason === 'Drifted')).toHaveLength(1);
+    // Timed when it happened, not when it got through.
+    const healed = sent.find((e) => e.reason === 'Healed');
+    expect(Date.parse(String(healed?.firstTimestamp))).toBeLessThanOrEqual(
+      Date.parse(String(restarted.time)) + 1000,
+    );
+  });
+});
+
 describe('a reload fallback the API refuses for a while', () => {
   const ns = useNamespace('agent-reload-retry');
 

@@ -2,6 +2,7 @@
 // Event, and that the same news is not told twice.
 import { describe, expect, it } from 'vitest';
 import { planText } from '../../src/cli/plan-format.ts';
+import { eventName } from '../../src/heal/executor.ts';
 import type { Plan } from '../../src/heal/planner.ts';
 import { actionKey, conditionNote, planReport, restartReport } from '../../src/heal/report.ts';
 
@@ -140,5 +141,18 @@ describe('conditionNote', () => {
     expect(conditionNote(plan({ decision: 'alert', alert: 'AlertOnly' }))).toBeUndefined();
     expect(conditionNote(plan({ decision: 'deduped' }))).toBeUndefined();
     expect(conditionNote(plan({ decision: 'restart' }))).toBeUndefined();
+  });
+});
+
+describe('eventName', () => {
+  it("is the Pod's name and the time in nanoseconds, hex, as client-go names them; unique within a millisecond", () => {
+    const at = new Date('2026-12-07T02:00:00.123Z');
+    const names = Array.from({ length: 5 }, () => eventName('web-7d9f-abcde', at));
+    expect(new Set(names).size).toBe(5);
+    for (const n of names) {
+      const [pod, hex] = n.split(/\.(?=[0-9a-f]+$)/);
+      expect(pod).toBe('web-7d9f-abcde');
+      expect(BigInt(`0x${hex}`) / 1_000_000n).toBe(BigInt(at.getTime()));
+    }
   });
 });
