@@ -195,7 +195,9 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (unsentEvents.length === 0 || (eventRetryAt !== undefined && now < eventRetryAt)) return;
     for (const e of [...unsentEvents]) {
       if (!(await sendEvent(e))) return;
-      unsentEvents.splice(unsentEvents.indexOf(e), 1);
+      // Sent; it may have been dropped meanwhile, when other Events failed past the limit.
+      const at = unsentEvents.indexOf(e);
+      if (at >= 0) unsentEvents.splice(at, 1);
     }
   }
 
@@ -526,8 +528,8 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     await sendUnsentEvents(clock());
 
     // (7) A drift the API could not confirm is asked about again soon, not at the next resync:
-    // the read that failed was one request, and the drift behind it may be real. So is a status
-    // write that failed.
+    // the read that failed was one request, and the drift behind it may be real. So are a status
+    // write and Events that failed.
     const deadlines = pass.verdicts.map((v) => v.deadline).filter((d): d is number => d !== undefined);
     if (retryAt !== undefined) deadlines.push(retryAt);
     if (unconfirmed) deadlines.push(clock() + CONFIRM_RETRY_MS);
