@@ -59,7 +59,7 @@ import { containerStarts, isDrift, type PassResult, readsContainerStarts, verify
 import { planFor } from './pod-plan.ts';
 import { gateRestart } from './policy-gate.ts';
 import { type HealOutcome, reloadController } from './reload-controller.ts';
-import { retryDelay } from './retry.ts';
+import { Backoff } from './retry.ts';
 import type { Runtime } from './runtime.ts';
 import {
   baselinesToRecord,
@@ -155,19 +155,18 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   // It keeps its name and time; one made after all by a try whose answer was lost is a 409, and
   // counts as sent. At most MAX_UNSENT_EVENTS wait; beyond that the oldest are dropped.
   const unsentEvents: PendingEvent[] = [];
-  let eventFailures = 0;
+  const eventBackoff = new Backoff();
   let eventRetryAt: number | undefined;
 
   async function sendEvent(e: PendingEvent): Promise<boolean> {
     if (!podRef) return true;
     try {
       await emitEvent(rt.client, podRef, e.reason, e.message, e.type, e.at, e.name);
-      eventFailures = 0;
+      eventBackoff.succeeded();
       return true;
     } catch (error) {
-      eventFailures += 1;
-      const delay = retryDelay(eventFailures, Math.random());
-      eventRetryAt = clock() + delay;
+      const { delayMs, retryInSeconds } = eventBackoff.failed();
+      eventRetryAt = clock() + delayMs;
       if (!unsentEvents.includes(e)) {
         unsentEvents.push(e);
         if (unsentEvents.length > MAX_UNSENT_EVENTS) unsentEvents.shift();
@@ -176,7 +175,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
         {
           err: { code: (error as { code?: string }).code, message: (error as Error).message },
           event: e.reason,
-          retryInSeconds: Math.round(delay / 1000),
+          retryInSeconds,
         },
         'could not emit Event: sending it again',
       );
@@ -208,21 +207,17 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     if (report.event) await event(report.event.reason, report.event.message, report.event.type);
   }
 
-  /** Failed heals in a row: how long the wait before the next try is (agent/retry.ts). */
-  let healFailures = 0;
+  /** Failed heals in a row: how long the wait before the next try is (retry.ts). */
+  const healBackoff = new Backoff();
   /**
    * A heal that failed (a read it needed, the restart patch, or the policy server's answer): the
    * pass is run again after a backoff rather than at the next --resync, and `failed` tells the
    * reload fallback that it is still owed.
    */
   function healFailed(): HealOutcome {
-    healFailures += 1;
-    const delay = retryDelay(healFailures, Math.random());
-    log.info(
-      { failures: healFailures, retryInSeconds: Math.round(delay / 1000) },
-      'the heal failed: trying again',
-    );
-    return { failed: true, retryAt: clock() + delay };
+    const { failures, delayMs, retryInSeconds } = healBackoff.failed();
+    log.info({ failures, retryInSeconds }, 'the heal failed: trying again');
+    return { failed: true, retryAt: clock() + delayMs };
   }
 
   // (3) `owner` and `pod`: the workload and the agent's own Pod as read beside the sources'
@@ -276,14 +271,14 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       }
       lastActionKey = key;
       if (outcome.type === 'failed') return healFailed();
-      healFailures = 0;
+      healBackoff.succeeded();
       return {};
     }
     const report = planReport(plan, repeated);
     lastActionKey = key;
     if (report) await tell(report);
     if (plan.undecided) return healFailed();
-    healFailures = 0;
+    healBackoff.succeeded();
     return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
   }
 
@@ -306,10 +301,10 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       })
     : undefined;
 
-  // (4)
   /** Failed status writes in a row, and when to write again (retry.ts): not at the next resync. */
-  let statusFailures = 0;
+  const statusBackoff = new Backoff();
   let statusRetryAt: number | undefined;
+  // (4)
   async function writeStatus(verdicts: readonly Verdict[], now: number): Promise<void> {
     statusRetryAt = undefined;
     if (!podRef) return;
@@ -325,18 +320,17 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
     try {
       await writePodStatus(rt.client, rt.namespace, podRef.name, write.update);
       status = write.written;
-      statusFailures = 0;
+      statusBackoff.succeeded();
     } catch (error) {
       // Unwritten, the condition says what the last write said (a readiness gate acts on it):
       // the pass runs again after a backoff, and writes whatever is due then.
-      statusFailures += 1;
-      const delay = retryDelay(statusFailures, Math.random());
-      statusRetryAt = clock() + delay;
+      const { delayMs, retryInSeconds } = statusBackoff.failed();
+      statusRetryAt = clock() + delayMs;
       log.warn(
         {
           code: (error as { code?: string }).code,
           hint: (error as { hint?: string }).hint,
-          retryInSeconds: Math.round(delay / 1000),
+          retryInSeconds,
         },
         (error as Error).message,
       );
@@ -485,7 +479,7 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
       metrics.lastSuccess.set(now / 1000);
       lastActionKey = '';
       refusalNote = undefined;
-      healFailures = 0;
+      healBackoff.succeeded();
     }
     await recordBaselines(pass);
 

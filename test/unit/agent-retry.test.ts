@@ -1,6 +1,6 @@
 // How soon a failed heal or status write is tried again (src/agent/retry.ts).
 import { describe, expect, it } from 'vitest';
-import { RETRY_FIRST_MS, RETRY_MAX_MS, retryDelay } from '../../src/agent/retry.ts';
+import { Backoff, RETRY_FIRST_MS, RETRY_MAX_MS, retryDelay } from '../../src/agent/retry.ts';
 
 describe('retryDelay', () => {
   it('doubles from 5 s with each failure in a row, up to 5 min', () => {
@@ -25,5 +25,16 @@ describe('retryDelay', () => {
     expect(retryDelay(0, 0.5)).toBe(5_000);
     expect(retryDelay(1, -3)).toBe(4_000);
     expect(retryDelay(1, 7)).toBe(6_000);
+  });
+});
+
+describe('Backoff', () => {
+  it('counts failures in a row, waits as retryDelay says, and starts over after a success', () => {
+    const b = new Backoff();
+    expect(b.failed(0.5)).toEqual({ failures: 1, delayMs: 5_000, retryInSeconds: 5 });
+    expect(b.failed(0.5)).toEqual({ failures: 2, delayMs: 10_000, retryInSeconds: 10 });
+    expect(b.failed(0)).toEqual({ failures: 3, delayMs: 16_000, retryInSeconds: 16 });
+    b.succeeded();
+    expect(b.failed(0.5)).toEqual({ failures: 1, delayMs: 5_000, retryInSeconds: 5 });
   });
 });
