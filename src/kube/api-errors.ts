@@ -158,6 +158,16 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
     });
   }
   const net = networkCode(error);
+  if (net === 'ERR_HTTP2_STREAM_RESET') {
+    return new ConfigSyncError('CS_API_STREAM_RESET', 'api', `${what} failed: ${(error as Error).message}`, {
+      hint:
+        `a proxy, load balancer or mesh sidecar between config-sync and the API server at ${server} ` +
+        'resets a stream this way when it loses its own connection to the server; the agent tries again ' +
+        'after a backoff. If it persists, check that hop and the API server behind it',
+      details: { ...details, network: net },
+      cause: error,
+    });
+  }
   if (net && NETWORK_CODES.has(net)) {
     return new ConfigSyncError(
       'CS_API_UNREACHABLE',

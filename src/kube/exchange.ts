@@ -35,6 +35,43 @@ export class NotProcessedError extends Error {
   }
 }
 
+/** HTTP/2's error codes by number (RFC 9113 7), for messages. */
+const H2_ERROR_NAMES: Readonly<Record<number, string>> = {
+  0: 'NO_ERROR',
+  1: 'PROTOCOL_ERROR',
+  2: 'INTERNAL_ERROR',
+  3: 'FLOW_CONTROL_ERROR',
+  4: 'SETTINGS_TIMEOUT',
+  5: 'STREAM_CLOSED',
+  6: 'FRAME_SIZE_ERROR',
+  7: 'REFUSED_STREAM',
+  8: 'CANCEL',
+  9: 'COMPRESSION_ERROR',
+  10: 'CONNECT_ERROR',
+  11: 'ENHANCE_YOUR_CALM',
+  12: 'INADEQUATE_SECURITY',
+  13: 'HTTP_1_1_REQUIRED',
+};
+
+/**
+ * An HTTP/2 stream that closed before its answer's head (a RST_STREAM, any code but
+ * REFUSED_STREAM): what an L7 hop in front of the API server (a proxy, a load balancer, a
+ * mesh's sidecar) sends when its own connection upstream dies. The request may have been
+ * processed, so the transport does not send it again by itself; it fails, at once, for the
+ * caller's retry. Node reads a reset with NO_ERROR as the stream's clean end and one with
+ * CANCEL as a close without an error, so without this a request reset so waited for ever.
+ */
+export class StreamResetError extends Error {
+  readonly code = 'ERR_HTTP2_STREAM_RESET';
+  readonly rstCode: number;
+  constructor(rstCode: number) {
+    const name = H2_ERROR_NAMES[rstCode] ?? `code ${rstCode}`;
+    super(`the HTTP/2 stream was reset (${name}) before any answer came`);
+    this.name = 'StreamResetError';
+    this.rstCode = rstCode;
+  }
+}
+
 export interface Exchange {
   onResponse(listener: (status: number, body: Readable) => void): void;
   onError(listener: (error: Error) => void): void;
@@ -97,14 +134,29 @@ export function http2Exchange(
       return new NotProcessedError('the session was going away');
     return undefined;
   };
-  stream.on('error', (error: NodeJS.ErrnoException) => fail(notProcessed(error) ?? error));
-  // A stream closed before its body's end, with no error of its own (a reset by the server, a
-  // session that went away): the answer is incomplete, and a watch must not take that for the
-  // server's clean end.
+  // A reset before the answer's head, whatever its code, is a StreamResetError (Node makes an
+  // error of some codes only); one after it, the stream's own error.
+  const resetBeforeHead = () =>
+    answered || stream.rstCode === undefined ? undefined : new StreamResetError(stream.rstCode);
+  stream.on('error', (error: NodeJS.ErrnoException) =>
+    fail(
+      notProcessed(error) ??
+        (error.code === 'ERR_HTTP2_STREAM_ERROR' ? resetBeforeHead() : undefined) ??
+        error,
+    ),
+  );
+  // A stream closed with no answer, or before its body's end, and no error of its own (a reset
+  // by the server or a hop in front of it, a session that went away): the exchange failed, and
+  // a watch must not take that for the server's clean end. A reset with NO_ERROR reads as the
+  // body's end in Node even when no answer came, so `ended` alone does not say it was answered.
   stream.on('close', () => {
     release();
-    if (!ended && !destroyed)
-      fail(notProcessed() ?? new Error(`the HTTP/2 stream closed before its end (code ${stream.rstCode})`));
+    if (destroyed || (answered && ended)) return;
+    fail(
+      notProcessed() ??
+        resetBeforeHead() ??
+        new Error(`the HTTP/2 stream closed before its end (code ${stream.rstCode})`),
+    );
   });
   return {
     onResponse: (listener) =>

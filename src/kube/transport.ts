@@ -122,6 +122,13 @@ export interface WatchEvent {
 /** The pause before each resend of a request the server refused unprocessed (resendingUnprocessed). */
 const RESEND_BACKOFF_MS = [0, 100, 200, 400] as const;
 
+/**
+ * How much longer than the request timeout getting a connection may take before the request
+ * fails: the TLS handshake and a proxy's tunnel fail at the request timeout with their own
+ * errors, which say more than "no connection".
+ */
+const OPEN_GRACE_MS = 1_000;
+
 /** Non-watch requests that take longer than this fail (the API answers in milliseconds). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -278,6 +285,10 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
     return exchange;
   }
 
+  /** The error of a request or a watch's head that did not come in time. */
+  const timedOut = (what: string) =>
+    Object.assign(new Error(`${what}: no answer in ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' });
+
   async function requestOnce<T>(options: RequestOptions): Promise<T> {
     const method = options.method ?? 'GET';
     const path = withQuery(options.path, options.query);
@@ -289,49 +300,61 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
         }
       : {};
     if (stopping?.aborted) throw new TransportStoppedError(method, options.path);
-    const exchange = await open(method, path, headers);
-    // (3)
+    // (3) Every request ends: answered, failed, or at its deadline. The deadline settles the
+    // request itself rather than wait for the exchange to report its own destruction (a stream
+    // that already closed says nothing more). Getting the connection has a deadline of its own
+    // (an exec credential plugin that hangs), a little past the TLS and tunnel timeouts so that
+    // their more telling errors come first.
     return new Promise<T>((resolve, reject) => {
-      // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
-      // or accepts the connection and never answers, fails as surely as a silent one.
-      const deadline = setTimeout(
-        () =>
-          exchange.destroy(
-            Object.assign(new Error(`${method} ${options.path}: no answer in ${timeoutMs / 1000} s`), {
-              code: 'ETIMEDOUT',
-            }),
-          ),
-        timeoutMs,
-      );
-      const onStop = () => exchange.destroy(new TransportStoppedError(method, options.path));
-      stopping?.addEventListener('abort', onStop, { once: true });
-      const settle = () => {
+      let exchange: Exchange | undefined;
+      let settled = false;
+      const settle = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(deadline);
         stopping?.removeEventListener('abort', onStop);
+        outcome();
       };
-      exchange.onError((error) => {
-        settle();
-        reject(error);
-      });
-      exchange.onResponse((status, response) => {
-        readBody(response).then(
-          (text) => {
-            settle();
-            const body = parseJson(text);
-            if (status < 200 || status >= 300) reject(new ApiStatusError(status, body, method, options.path));
-            // An answer cut short can still end cleanly (an HTTP/2 stream reset with NO_ERROR
-            // reads as its end in Node): a body that is not whole JSON is a failed request.
-            else if (text && body === undefined)
-              reject(new Error(`${method} ${options.path}: the answer is not whole JSON (cut short?)`));
-            else resolve(body as T);
-          },
-          (error) => {
-            settle();
-            reject(error);
-          },
-        );
-      });
-      exchange.end(payload);
+      const giveUp = (error: Error) => {
+        settle(() => reject(error));
+        exchange?.destroy(error);
+      };
+      let deadline = setTimeout(
+        () => giveUp(timedOut(`${method} ${options.path}: no connection to the API server`)),
+        timeoutMs + OPEN_GRACE_MS,
+      );
+      const onStop = () => giveUp(new TransportStoppedError(method, options.path));
+      stopping?.addEventListener('abort', onStop, { once: true });
+      open(method, path, headers).then(
+        (opened) => {
+          // Given up on while the connection was being had: nothing to say to it but goodbye.
+          if (settled) return opened.destroy();
+          exchange = opened;
+          // One deadline for the whole answer, not an idle timer: a server that trickles bytes,
+          // or accepts the connection and never answers, fails as surely as a silent one.
+          clearTimeout(deadline);
+          deadline = setTimeout(() => giveUp(timedOut(`${method} ${options.path}`)), timeoutMs);
+          opened.onError((error) => settle(() => reject(error)));
+          opened.onResponse((status, response) => {
+            readBody(response).then(
+              (text) =>
+                settle(() => {
+                  const body = parseJson(text);
+                  if (status < 200 || status >= 300)
+                    reject(new ApiStatusError(status, body, method, options.path));
+                  // An answer cut short can still end cleanly (an HTTP/2 stream reset with NO_ERROR
+                  // reads as its end in Node): a body that is not whole JSON is a failed request.
+                  else if (text && body === undefined)
+                    reject(new Error(`${method} ${options.path}: the answer is not whole JSON (cut short?)`));
+                  else resolve(body as T);
+                }),
+              (error) => settle(() => reject(error)),
+            );
+          });
+          opened.end(payload);
+        },
+        (error: Error) => settle(() => reject(error)),
+      );
     });
   }
 
@@ -340,76 +363,95 @@ export function createTransport(source: ConnectionSource, settings: TransportOpt
     const path = withQuery(options.path, { ...options.query, watch: true });
     const asked = Number(options.query?.timeoutSeconds);
     const serverEndsAt = performance.now() + (asked > 0 ? asked * 1000 : 0);
-    const exchange = await open('GET', path, {});
     return new Promise<void>((resolve, reject) => {
+      let exchange: Exchange | undefined;
       let settled = false;
       const finish = (error?: unknown) => {
         if (settled) return;
         settled = true;
+        clearTimeout(headDeadline);
         options.signal.removeEventListener('abort', onAbort);
         stopping?.removeEventListener('abort', onAbort);
         if (error) reject(error);
         else resolve();
       };
       const onAbort = () => {
-        exchange.destroy();
+        exchange?.destroy();
         finish();
       };
       options.signal.addEventListener('abort', onAbort, { once: true });
       stopping?.addEventListener('abort', onAbort, { once: true });
+      // The API server sends a watch's head at once (before any event), so one that has not
+      // come within the request timeout is not coming: the watch fails, to be resumed. Without
+      // this, a watch whose stream hung before its head (or whose connection could not be had)
+      // waited for ever, since its silence timer starts only on the stream.
+      const headDeadline = setTimeout(() => {
+        const error = timedOut(`watch ${options.path}`);
+        exchange?.destroy(error);
+        finish(error);
+      }, timeoutMs + OPEN_GRACE_MS);
       // (4) The idle timer restarts with every byte, so this fires only on real silence.
       const onSilent = () => {
-        if (exchange.connectionLeaving()) {
-          exchange.destroy();
+        const silent = exchange as Exchange;
+        if (silent.connectionLeaving()) {
+          silent.destroy();
           finish();
           return;
         }
-        void exchange.connectionAnswers().then((answered) => {
+        void silent.connectionAnswers().then((answered) => {
           if (settled) return;
           const endAhead = performance.now() < serverEndsAt;
           // (5)
           if (answered && endAhead) {
-            exchange.onSilence(options.inactivityMs, onSilent);
+            silent.onSilence(options.inactivityMs, onSilent);
             return;
           }
           // (6)
-          exchange.destroy(
+          silent.destroy(
             new Error(
               `watch ${options.path}: silent for ${options.inactivityMs / 1000} s${answered ? ', past the end the server was asked for' : ''}`,
             ),
           );
         });
       };
-      exchange.onSilence(options.inactivityMs, onSilent);
-      // A connection that broke, or a stream that ended short of its end.
-      exchange.onError((error) => finish(error));
-      exchange.onResponse((status, response) => {
-        if (status !== 200) {
-          readBody(response).then(
-            (text) => finish(new ApiStatusError(status, parseJson(text), 'GET', options.path)),
-            finish,
-          );
-          return;
-        }
-        // Newline-delimited JSON: one event per line, split across chunks as it comes.
-        response.setEncoding('utf8');
-        const feed = ndjsonLines((line) => {
-          if (settled) return;
-          let event: WatchEvent;
-          try {
-            event = JSON.parse(line) as WatchEvent;
-          } catch {
-            exchange.destroy();
-            finish(new Error(`watch ${options.path}: an event that is not JSON`));
-            return;
-          }
-          onEvent(event);
-        });
-        response.on('data', feed);
-        response.on('end', () => finish());
-        response.on('error', (error) => finish(error));
-      });
-      exchange.end();
+      open('GET', path, {}).then(
+        (opened) => {
+          if (settled) return opened.destroy();
+          exchange = opened;
+          opened.onSilence(options.inactivityMs, onSilent);
+          // A connection that broke, or a stream that ended short of its end.
+          opened.onError((error) => finish(error));
+          opened.onResponse((status, response) => {
+            clearTimeout(headDeadline);
+            if (status !== 200) {
+              readBody(response).then(
+                (text) => finish(new ApiStatusError(status, parseJson(text), 'GET', options.path)),
+                finish,
+              );
+              return;
+            }
+            // Newline-delimited JSON: one event per line, split across chunks as it comes.
+            response.setEncoding('utf8');
+            const feed = ndjsonLines((line) => {
+              if (settled) return;
+              let event: WatchEvent;
+              try {
+                event = JSON.parse(line) as WatchEvent;
+              } catch {
+                opened.destroy();
+                finish(new Error(`watch ${options.path}: an event that is not JSON`));
+                return;
+              }
+              onEvent(event);
+            });
+            response.on('data', feed);
+            response.on('end', () => finish());
+            response.on('error', (error) => finish(error));
+          });
+          opened.end();
+        },
+        (error: Error) => finish(error),
+      );
     });
   }
 

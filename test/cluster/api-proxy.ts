@@ -18,11 +18,19 @@
 //  - answerGone(n): the next n watch requests are answered with a 410 Gone watch event, as an
 //    API server answers a resourceVersion that left its watch cache (after a restart, say).
 //  - endWatches(): the open watch streams end cleanly, as the server ends them at timeoutSeconds.
+//  - resetNext(rule): the next requests the rule matches (a verb, a path) get their HTTP/2 stream
+//    reset with the rule's code before any answer, as an L7 hop resets a stream when its own
+//    connection upstream dies: NO_ERROR (what Node's own http2 server sends when the response
+//    is destroyed without an error), CANCEL, INTERNAL_ERROR.
+//  - refuseUpstream(): the API server behind the proxy refuses connections (it died, or is
+//    restarting): the proxy, as a Node HTTP/2 proxy does, destroys each response whose upstream
+//    request failed, which resets its stream with NO_ERROR, before any answer for a new request
+//    and mid-body for an open watch. resume() ends it.
 // Every request is counted by verb, with when it arrived, so a test can see a relist happen.
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import { verbOf } from '../../src/kube/transport.ts';
 import type { ControlPlaneInfo } from './control-plane.ts';
@@ -35,6 +43,20 @@ export interface ProxiedRequest {
   readonly http: string;
   /** Answered with a forced 410 Gone (answerGone). */
   gone?: boolean;
+  /** Its stream reset before any answer, with this HTTP/2 code (resetNext, refuseUpstream). */
+  reset?: number;
+}
+
+/** Which requests resetNext resets, and how. */
+export interface ResetRule {
+  /** The verb as verbOf names it: get, list, watch, patch, create. */
+  readonly verb: string;
+  /** Only requests whose path (with its query) matches. */
+  readonly path?: RegExp;
+  /** The HTTP/2 error code of the reset (http2.constants.NGHTTP2_*). */
+  readonly code: number;
+  /** How many requests to reset; 1 by default. */
+  readonly count?: number;
 }
 
 type Mode = 'pass' | 'stall' | 'stall-requests' | 'cut';
@@ -43,6 +65,8 @@ export class ApiProxy {
   readonly requests: ProxiedRequest[] = [];
   private mode: Mode = 'pass';
   private goneLeft = 0;
+  private readonly resets: { rule: ResetRule; left: number }[] = [];
+  private upstreamRefused = false;
   private readonly sockets = new Set<Socket>();
   private readonly held: (() => void)[] = [];
   private readonly streams = new Set<{
@@ -54,10 +78,22 @@ export class ApiProxy {
 
   private readonly server: http2.Http2SecureServer;
   readonly port: number;
+  /** A loopback port nothing listens on (refuseUpstream). */
+  private readonly refusedPort: number;
 
-  private constructor(server: http2.Http2SecureServer, port: number) {
+  /** The proxy's connections to the API server. */
+  private readonly upstream: https.Agent;
+
+  private constructor(
+    server: http2.Http2SecureServer,
+    port: number,
+    refusedPort: number,
+    upstream: https.Agent,
+  ) {
     this.server = server;
     this.port = port;
+    this.refusedPort = refusedPort;
+    this.upstream = upstream;
   }
 
   static async start(info: ControlPlaneInfo): Promise<ApiProxy> {
@@ -69,7 +105,7 @@ export class ApiProxy {
     });
     const upstream = new https.Agent({ keepAlive: true, ca: info.caPem });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new ApiProxy(server, (server.address() as AddressInfo).port);
+    const proxy = new ApiProxy(server, (server.address() as AddressInfo).port, await closedPort(), upstream);
     server.on('secureConnection', (socket: Socket) => {
       if (proxy.mode === 'cut') {
         socket.destroy();
@@ -85,6 +121,16 @@ export class ApiProxy {
       const forward = () => {
         if (proxy.mode === 'cut') {
           req.socket.destroy();
+          return;
+        }
+        const reset = proxy.resets.find(
+          (r) => r.left > 0 && r.rule.verb === verb && (r.rule.path?.test(record.path) ?? true),
+        );
+        if (reset && req.httpVersion === '2.0') {
+          reset.left -= 1;
+          record.reset = reset.rule.code;
+          req.resume();
+          res.stream.close(reset.rule.code);
           return;
         }
         if (verb === 'watch' && proxy.goneLeft > 0) {
@@ -108,15 +154,27 @@ export class ApiProxy {
         }
         const out = https.request({
           host: info.host,
-          port: info.port,
+          // A refused upstream: a port of this machine nothing listens on (the proxy's own
+          // listener was closed on it, below), as when the API server behind a hop is down.
+          port: proxy.upstreamRefused ? proxy.refusedPort : info.port,
           method: req.method,
           path: req.url,
           headers: { ...hopByHopless(req.headers), host: `${info.host}:${info.port}` },
           agent: upstream,
         });
-        out.on('error', () => res.destroy());
+        // What a Node HTTP/2 proxy does when its upstream request fails: the response destroyed
+        // without an error, which resets the client's stream with NO_ERROR.
+        out.on('error', () => {
+          if (!res.headersSent) record.reset = http2.constants.NGHTTP2_NO_ERROR;
+          res.destroy();
+        });
         res.on('close', () => out.destroy());
         out.on('response', (answer) => {
+          // An upstream connection that died mid-answer (a watch, when the API server goes
+          // away): the response is destroyed as for a failed request, resetting the stream.
+          answer.on('close', () => {
+            if (!answer.complete) res.destroy();
+          });
           res.writeHead(answer.statusCode ?? 502, hopByHopless(answer.headers));
           // pipe() resumes its source whenever the destination drains, so a pause that must
           // hold takes the pipe apart; the bytes wait in the upstream response until resume.
@@ -177,12 +235,32 @@ export class ApiProxy {
 
   resume(): void {
     this.mode = 'pass';
+    this.upstreamRefused = false;
     for (const s of this.streams) s.resume();
     for (const forward of this.held.splice(0)) forward();
   }
 
   answerGone(count = 1): void {
     this.goneLeft = count;
+  }
+
+  /** The next requests `rule` matches get their stream reset before any answer. */
+  resetNext(rule: ResetRule): void {
+    this.resets.push({ rule, left: rule.count ?? 1 });
+  }
+
+  /** Requests reset so far (by resetNext, or by a refused upstream before their answer). */
+  resetRequests(verb?: string): ProxiedRequest[] {
+    return this.requests.filter((r) => r.reset !== undefined && (verb === undefined || r.verb === verb));
+  }
+
+  /**
+   * The API server behind the proxy refuses connections: open streams are reset (their upstream
+   * connections destroyed) and new ones are reset before any answer, until resume().
+   */
+  refuseUpstream(): void {
+    this.upstreamRefused = true;
+    this.upstream.destroy();
   }
 
   endWatches(): void {
@@ -206,6 +284,15 @@ export class ApiProxy {
     this.cut();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** A loopback port that was free a moment ago and has no listener now. */
+async function closedPort(): Promise<number> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
 
 /**

@@ -5,6 +5,7 @@
 // to date with a change made the moment the API came back.
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiProxy } from '../cluster/api-proxy.ts';
 import {
   AgentProcess,
   type AppPod,
@@ -76,5 +77,52 @@ describe('kube-apiserver killed and restarted', () => {
     const accused = agent.lines.filter((l) => l.state === 'Drifted' || l.msg === 'restarted workload');
     expect(accused, agent.raw.join('\n')).toEqual([]);
     expect(await templateAnnotations(admin, namespace)).not.toHaveProperty(['config-sync.io/config-hash']);
+  });
+
+  // The same restart behind an L7 hop (a Node HTTP/2 proxy): each of the hop's upstream
+  // connections dies with the API server, and it resets every stream on them (NO_ERROR, before
+  // any answer for the requests made while the server is down). Before requests reset so ended,
+  // the agent's loop froze on the first one and never checked the version made after the restart.
+  it('behind a hop that resets its streams: the new version is verified once it is back', {
+    timeout: 180_000,
+  }, async () => {
+    const admin = adminKubeConfig(plane.info);
+    const namespace = await createTestNamespace(admin, 'api-restart-hop');
+    const [pod] = (await createApp(plane.info, admin, namespace, 1)) as [AppPod];
+    const proxy = await ApiProxy.start(plane.info);
+    try {
+      const agent = AgentProcess.start({ ...pod, env: { ...pod.env, ...proxy.env } }, [
+        '--grace',
+        '5s',
+        '--resync',
+        '1h',
+      ]);
+      running.push(agent);
+      await agent.waitFor((l) => l.state === 'InSync', 'InSync');
+      const mark = agent.lines.length;
+      await plane.restartApiserver(async () => {
+        await agent.waitFor(
+          (l) => agent.lines.indexOf(l) >= mark && l.state === 'Unknown',
+          'Unknown while the API server behind the hop is down',
+        );
+      });
+      expect(proxy.resetRequests().length).toBeGreaterThan(0);
+      const version = await updateConfig(admin, namespace, { 'app.yaml': 'level: debug\n' });
+      writeMount(pod.mountRoot, { 'app.yaml': 'level: debug\n' });
+      await waitFor(
+        async () => {
+          const p = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name: pod.name, namespace });
+          return (
+            p.metadata?.annotations?.['config-sync.io/matched-versions'] === `ConfigMap/web-config@${version}`
+          );
+        },
+        { what: 'the new version verified through the hop after the restart', timeoutMs: 30_000 },
+      );
+      const accused = agent.lines.filter((l) => l.state === 'Drifted' || l.msg === 'restarted workload');
+      expect(accused, agent.raw.join('\n')).toEqual([]);
+      expect(await agent.stop()).toBe(0);
+    } finally {
+      await proxy.stop();
+    }
   });
 });

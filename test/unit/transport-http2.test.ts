@@ -218,6 +218,67 @@ describe('the transport over HTTP/2', () => {
     await expect(transport.request({ path: '/r' })).rejects.toThrow(/not whole JSON/);
   });
 
+  // What an L7 hop (a proxy, a mesh's sidecar) sends when its upstream dies before answering:
+  // a stream reset with no answer's head. Node reads NO_ERROR as the stream's clean end, and
+  // CANCEL as a close with no error; either way no answer came, and the request or watch must
+  // fail at once, not wait for ever (a reset status PATCH froze the agent's loop for good).
+  describe.each([
+    ['NO_ERROR', http2.constants.NGHTTP2_NO_ERROR],
+    ['CANCEL', http2.constants.NGHTTP2_CANCEL],
+    ['INTERNAL_ERROR', http2.constants.NGHTTP2_INTERNAL_ERROR],
+  ])("a stream reset with %s before the answer's head", (name, code) => {
+    const resetting = () => serve('h2', (_request, response) => response.stream.close(code));
+
+    it.each(['GET', 'PATCH'] as const)('fails a %s at once, naming the reset', async (method) => {
+      const served = await resetting();
+      const transport = createTransport(async () => served.connection, { requestTimeoutMs: 30_000 });
+      const started = performance.now();
+      const failed = await transport
+        .request({
+          method,
+          path: '/r',
+          ...(method === 'PATCH' ? { body: {}, contentType: 'application/merge-patch+json' } : {}),
+        })
+        .catch((e: NodeJS.ErrnoException) => e);
+      expect(failed).toBeInstanceOf(Error);
+      expect((failed as NodeJS.ErrnoException).code).toBe('ERR_HTTP2_STREAM_RESET');
+      expect((failed as Error).message).toContain(name);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      // A reset is a failed request for the caller's retry, not one the transport sends again
+      // by itself: only REFUSED_STREAM says the server never acted on it.
+      expect(Object.values(transport.requests).reduce((a, b) => a + b, 0)).toBe(1);
+    });
+
+    it('fails a watch at once, rather than leave it open or take it for a clean end', async () => {
+      const served = await resetting();
+      const transport = createTransport(async () => served.connection, { requestTimeoutMs: 30_000 });
+      const started = performance.now();
+      const ended = await outcome(
+        transport.watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 60_000 }, () => {}),
+      );
+      expect(ended).toBe('ERR_HTTP2_STREAM_RESET');
+      expect(performance.now() - started).toBeLessThan(5_000);
+    });
+  });
+
+  it("ends a watch whose answer's head never comes, at the request timeout", async () => {
+    const served = await serve('h2', () => {}); // takes the stream, never answers
+    const transport = createTransport(async () => served.connection, { requestTimeoutMs: 300 });
+    const ended = await outcome(
+      transport.watch({ path: '/w', signal: new AbortController().signal, inactivityMs: 60_000 }, () => {}),
+    );
+    expect(ended).toBe('ETIMEDOUT');
+  });
+
+  it('ends a request at its deadline while its credentials are still being fetched', async () => {
+    const served = await serve('h2', (_q, response) => json(response, 200, {}));
+    // A connection source that never answers: an exec credential plugin that hangs.
+    const transport = createTransport(() => new Promise<Connection>(() => {}), { requestTimeoutMs: 300 });
+    void served;
+    const failed = await transport.request({ path: '/x' }).catch((e: NodeJS.ErrnoException) => e);
+    expect(failed).toMatchObject({ code: 'ETIMEDOUT' });
+  });
+
   it('keeps a quiet watch while its connection answers pings, until the server ends it', async () => {
     const served = await serve('h2', quietWatch(1500));
     let pings = 0;
