@@ -70,7 +70,7 @@ export function realisticVolume(): void {
       targets: [target],
       lookup: () => ({ state: 'present', snapshot }),
       readVolume,
-      agentPath: (p) => p,
+      volumePath: (t) => t.mountPath,
       baselines: {},
       memory: new Map(),
       windows: { graceMs: 90_000, debounceMs: 5000 },

@@ -50,17 +50,22 @@ export interface LoopInput {
   readonly clock: () => number;
   /** A pass that threw: logged, and the loop goes on. */
   readonly onError: (error: Error) => void;
+  /** Told when the loop works (the first sync's wait, a pass) and when it sleeps (liveness.ts). */
+  readonly liveness?: { busy(): void; idle(): void };
 }
 
 export async function runLoop(input: LoopInput, signal: AbortSignal): Promise<void> {
+  input.liveness?.busy();
   await input.synced();
   while (!signal.aborted) {
     let next: number | undefined;
+    input.liveness?.busy();
     try {
       next = await input.reconcile();
     } catch (error) {
       input.onError(error as Error);
     }
+    input.liveness?.idle();
     await input.wakeup.sleep(sleepAfterPass(next, input.clock(), input.resyncMs), signal);
   }
 }

@@ -30,7 +30,7 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     targets: rt.targets,
     lookup,
     readVolume,
-    agentPath: rt.agentPath,
+    volumePath: rt.volumePath,
     baselines: rt.baselines,
     // The app containers' starts, so a baseline recorded for the app's current start decides as
     // it does in the agent; no agent start, so the agent's copy stands for the app's otherwise.

@@ -2,7 +2,7 @@
 // disk (or the start baseline of what the app got), and the verdict. The same pass serves the agent's loop and the
 // one-shot commands; file reading is passed in so the pass itself stays deterministic.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Target } from '../discover/targets.ts';
+import type { Target, VolumeTarget } from '../discover/targets.ts';
 import { definedOnly } from '../kube/defined-only.ts';
 import type { ReadVolumeResult } from '../read/volume.ts';
 import { type ContainerView, containerView } from '../verify/container-view.ts';
@@ -28,7 +28,8 @@ export interface PassInput {
   readonly targets: readonly Target[];
   readonly lookup: SourceLookup;
   readonly readVolume: VolumeReader;
-  readonly agentPath: (mountPath: string) => string;
+  /** Where a volume target's files are in the agent's filesystem (Runtime.volumePath). */
+  readonly volumePath: (target: VolumeTarget) => string;
   /** What each app container got at its start, as recorded on the Pod (start-baselines.ts). */
   readonly baselines: StartBaselines;
   readonly memory: ReadonlyMap<string, TargetMemory>;
@@ -39,6 +40,8 @@ export interface PassInput {
   readonly now: number;
   /** When each container of the Pod (last) started, from its status; the agent's own too. */
   readonly starts?: ContainerStarts;
+  /** The agent reads the app containers' own subPath files (readsContainerStarts). */
+  readonly seesAppMounts?: boolean;
 }
 
 export interface ContainerStarts {
@@ -128,10 +131,12 @@ function envAgentCopy(stored: StartBaseline | undefined, api: string | undefined
 /**
  * Whether a target's verdict depends on when its container started (container-view.ts): an env
  * target or a subPath file holds what the container got when it started, while a whole volume is
- * compared as the agent sees it now.
+ * compared as the agent sees it now. Where the agent reads the app container's own subPath file
+ * (`seesAppMounts`: the node agent reads kubelet's bind mount of it), that file is what the app
+ * holds, whatever the starts.
  */
-export function readsContainerStarts(target: Target): boolean {
-  return target.type === 'env' || target.subPath !== undefined;
+export function readsContainerStarts(target: Target, seesAppMounts = false): boolean {
+  return target.type === 'env' || (target.subPath !== undefined && !seesAppMounts);
 }
 
 export function verifyPass(input: PassInput): PassResult {
@@ -171,12 +176,12 @@ export function verifyPass(input: PassInput): PassResult {
     }
     const expectation = expectVolume(target, input.lookup);
     const observation = input.readVolume(
-      input.agentPath(target.mountPath),
+      input.volumePath(target),
       expectation.files.keys(),
       target.subPath !== undefined,
     );
     let app: AppHolds = { view: 'agent-copy' };
-    if (readsContainerStarts(target)) {
+    if (readsContainerStarts(target, input.seesAppMounts)) {
       app = appHolds(input.starts, target.container, expectation, stored);
       const api = expectation.files.get('')?.digest.sha256;
       const copy = observation.error ? undefined : observation.files.get('');

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ReloadConfig } from '../config/agent-config.ts';
-import type { Target } from '../discover/targets.ts';
+import type { Target, VolumeTarget } from '../discover/targets.ts';
 import type { EventReason } from '../heal/executor.ts';
 import { appStartedBeforeSwap, triggerReload } from '../heal/reload.ts';
 import {
@@ -23,28 +23,25 @@ import {
   seeConfig,
 } from '../heal/reload-state.ts';
 import type { SourceRef } from '../kube/resources.ts';
-import type { AgentMetrics } from '../metrics/metrics.ts';
 import { DATA_LINK } from '../read/volume.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
 import { targetId, type Verdict } from '../verify/verdict.ts';
 import type { Confirmation } from '../watch/source-cache.ts';
+import type { HealOutcome } from './heal-actor.ts';
 import type { ContainerStarts } from './pass.ts';
+import type { PodMetrics } from './pod-metrics.ts';
 
 /** How soon a reload fallback held back by an unreadable API is tried again. */
 const FALLBACK_RETRY_MS = 5_000;
 
-/** How the agent's act went: `conflict`, a 409 (plan again); `failed`, tried again at `retryAt`. */
-export interface HealOutcome {
-  readonly retryAt?: number;
-  readonly conflict?: boolean;
-  readonly failed?: boolean;
-}
+export type { HealOutcome } from './heal-actor.ts';
 
 export interface ReloadDeps {
   readonly config: ReloadConfig;
   readonly targets: readonly Target[];
   readonly sources: readonly SourceRef[];
-  readonly agentPath: (mountPath: string) => string;
+  /** Where a volume target's files are in the agent's filesystem. */
+  readonly volumePath: (target: VolumeTarget) => string;
   readonly lookup: SourceLookup;
   /** When each container last started (the Pod's status, refreshed by the agent). */
   readonly starts: () => ContainerStarts;
@@ -54,7 +51,7 @@ export interface ReloadDeps {
   readonly act: (verdicts: readonly Verdict[], now: number) => Promise<HealOutcome>;
   readonly wake: () => void;
   readonly event: (reason: EventReason, message: string, type: 'Normal' | 'Warning') => Promise<void>;
-  readonly metrics: AgentMetrics;
+  readonly metrics: Pick<PodMetrics, 'heals'>;
   readonly log: Logger;
   readonly signal: AbortSignal;
 }
@@ -102,7 +99,7 @@ export function reloadController(deps: ReloadDeps): ReloadController {
         if (t.type !== 'volume' || t.subPath !== undefined) return false;
         let swappedAt: number | undefined;
         try {
-          swappedAt = fs.lstatSync(path.join(deps.agentPath(t.mountPath), DATA_LINK)).mtimeMs;
+          swappedAt = fs.lstatSync(path.join(deps.volumePath(t), DATA_LINK)).mtimeMs;
         } catch {
           swappedAt = undefined;
         }

@@ -9,6 +9,7 @@ import {
   referencedSources,
   type SourceRef,
   type Target,
+  type VolumeTarget,
 } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
@@ -31,12 +32,20 @@ export interface Runtime {
   readonly config: AgentConfig;
   /** Digests shown outside the process are keyed with the Pod's key (--state-dir). */
   readonly fingerprint: Fingerprint;
-  /** A target's mount path as the agent sees it (under --mount-root). */
-  agentPath(mountPath: string): string;
+  /**
+   * Where a volume target's files are in the agent's filesystem: its mount path under
+   * --mount-root for the sidecar, kubelet's own directory of the volume for the node agent.
+   */
+  volumePath(target: VolumeTarget): string;
   /** What each app container got at its start, as recorded on the Pod (start-baselines.ts). */
   readonly baselines: StartBaselines;
   /** Names the fingerprint key the baselines are made under. */
   readonly digestKeyId: string;
+  /**
+   * The agent reads the app containers' own mounts (the node agent: kubelet's directories),
+   * not copies of them in a container of its own (the sidecar).
+   */
+  readonly seesAppMounts?: boolean;
 }
 
 /**
@@ -101,8 +110,25 @@ export async function openRuntime(
     notes,
     config,
     fingerprint: keyedFingerprint(digestKey.key),
-    agentPath: (mountPath) => path.join(config.mountRoot, mountPath),
+    volumePath: (target) => path.join(config.mountRoot, target.mountPath),
     baselines: baseline.baselines,
     digestKeyId,
+  };
+}
+
+/** Reads the Runtime's Pod as the API has it now; undefined where there is none or the read failed. */
+export function podReader(
+  rt: Pick<Runtime, 'client' | 'namespace' | 'pod'>,
+): () => Promise<V1Pod | undefined> {
+  const name = rt.pod?.metadata?.name;
+  return async () => {
+    if (!name) return undefined;
+    try {
+      return await rt.client.get<V1Pod>({ resource: 'pods', namespace: rt.namespace, name });
+    } catch {
+      // The sources' re-read says what the API cannot answer; the plan keeps the Pod as read at
+      // the start, so a failed read holds back no restart it would have made before.
+      return undefined;
+    }
   };
 }

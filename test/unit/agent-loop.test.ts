@@ -1,6 +1,7 @@
 // The agent's small parts around its reconciler: the loop's wake-up and sleep, and the env
 // and subPath start baselines it records on its Pod.
 import { describe, expect, it } from 'vitest';
+import { Liveness, stuckAfterMs } from '../../src/agent/liveness.ts';
 import { runLoop, sleepAfterPass, Wakeup } from '../../src/agent/loop.ts';
 import {
   baselinesToRecord,
@@ -61,6 +62,52 @@ describe('the loop', () => {
       stop.signal,
     );
     expect(calls).toEqual(['synced', 'pass 1', 'error boom', 'pass 2', 'pass 3']);
+  });
+});
+
+describe('liveness', () => {
+  it('fails once one pass has run past its bound, whatever --resync is; sleeping is never stuck', () => {
+    let now = 0;
+    const liveness = new Liveness(stuckAfterMs(10_000), () => now);
+    expect(stuckAfterMs(10_000)).toBe(90_000);
+    expect(liveness.live()).toBe(true);
+    liveness.busy();
+    now = 89_999;
+    expect(liveness.live()).toBe(true);
+    now = 90_000;
+    expect(liveness.live()).toBe(false);
+    expect(liveness.busyForSeconds()).toBe(90);
+    liveness.idle();
+    // Asleep for a day (a long --resync) is not stuck.
+    now += 86_400_000;
+    expect(liveness.live()).toBe(true);
+    expect(liveness.busyForSeconds()).toBeUndefined();
+  });
+
+  it('is told by the loop when a pass begins and ends, and when the first sync is awaited', async () => {
+    const stop = new AbortController();
+    const told: string[] = [];
+    let passes = 0;
+    await runLoop(
+      {
+        wakeup: new Wakeup(),
+        synced: async () => {
+          told.push('synced');
+        },
+        reconcile: async () => {
+          passes += 1;
+          told.push('pass');
+          if (passes === 2) stop.abort();
+          return Date.now();
+        },
+        resyncMs: 60_000,
+        clock: Date.now,
+        onError: () => {},
+        liveness: { busy: () => told.push('busy'), idle: () => told.push('idle') },
+      },
+      stop.signal,
+    );
+    expect(told).toEqual(['busy', 'synced', 'busy', 'pass', 'idle', 'busy', 'pass', 'idle']);
   });
 });
 

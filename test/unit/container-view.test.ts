@@ -99,7 +99,7 @@ describe('a pass on a subPath file and an env var, by container starts', () => {
         files: new Map([['', { sha256: sha256(Buffer.from(agentCopy)), size: agentCopy.length }]]),
         extras: [],
       }),
-      agentPath: (p) => p,
+      volumePath: (t) => t.mountPath,
       baselines: baseline === undefined ? baselines : { ...baselines, [ENV]: { fp: baseline } },
       memory: new Map(),
       windows: { graceMs: 90_000, debounceMs: 0 },

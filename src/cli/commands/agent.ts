@@ -9,11 +9,9 @@ import { createMetrics } from '../../metrics/metrics.ts';
 import { startHttpServer } from '../../metrics/server.ts';
 import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
+import { stopOnSignals } from '../stop-signals.ts';
 import { versionInfo } from '../version.ts';
 import type { Command } from './command.ts';
-
-/** After SIGTERM the process is gone within 5 s, whatever the API server does. */
-const STOP_DEADLINE_MS = 4_500;
 
 export const agentCommand: Command = {
   name: 'agent',
@@ -27,18 +25,7 @@ export const agentCommand: Command = {
     // the process too, not wait for the request to time out.
     const controller = new AbortController();
     let log: Logger | undefined;
-    const stop = (sig: string) => {
-      log?.info({ signal: sig }, 'stopping');
-      controller.abort();
-      // The backstop of the 5 s promise: everything in flight is aborted by now, so this fires
-      // only if something ignored the abort. unref(): it never keeps a clean stop waiting.
-      setTimeout(() => {
-        log?.error({ signal: sig }, 'still running 4.5 s after the stop signal: exiting');
-        process.exit(EXIT.ok);
-      }, STOP_DEADLINE_MS).unref();
-    };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    const signals = stopOnSignals(controller, () => log);
 
     // Listen before anything else: an address that cannot be had (in use, not on this machine)
     // is a configuration error that ends the process at once (exit 2), before any request, not
@@ -58,6 +45,7 @@ export const agentCommand: Command = {
       const stopping = controller.signal.aborted;
       controller.abort();
       await http.closed;
+      signals.stopped();
       if (stopping) return EXIT.ok;
       throw error;
     }
@@ -91,6 +79,7 @@ export const agentCommand: Command = {
     log.info({ address: http.address }, 'listening');
     agent = startAgent({ rt, log, metrics, options: loop }, controller.signal);
     await Promise.all([agent.done, http.closed]);
+    signals.stopped();
     log.info('stopped');
     return EXIT.ok;
   },
