@@ -9,7 +9,12 @@
 //  (3) a verified match (every target InSync) names the source versions it was made on;
 //  (4) write on a transition (status or reason changed), on a match of new versions (the API
 //      change and kubelet's files can be seen in one pass, without a transition), or when the
-//      last write is older than the heartbeat; otherwise nothing.
+//      last write is older than the heartbeat; otherwise nothing. A condition that is True and
+//      would only turn from InSync to Propagating is not a transition: a change kubelet
+//      delivers within --grace is not news, and the match of its new versions that ends it is
+//      written anyway. So a propagated change costs one write per Pod, not two (1,000 writes
+//      for a ConfigMap shared by 500 Pods were 2 per Pod); a drift, its heal and a return from
+//      drift are still written as they happen.
 import type { Verdict } from '../verify/verdict.ts';
 import type { PodStatusUpdate } from './pod-status.ts';
 
@@ -45,7 +50,9 @@ export function statusToWrite(
   const matched = verdicts.every((v) => v.state === 'InSync') ? versions : undefined;
   // (4)
   const noted = bad && note ? note : undefined;
-  const transition = !last || last.inSync !== inSync || last.reason !== reason || last.note !== noted;
+  const quietPropagation = last?.inSync === true && inSync && reason === 'Propagating';
+  const transition =
+    !last || last.inSync !== inSync || (last.reason !== reason && !quietPropagation) || last.note !== noted;
   const newMatch = matched !== undefined && matched !== last?.matched;
   if (!transition && !newMatch && now - (last?.writtenAt ?? 0) < heartbeatMs) return undefined;
   const transitionAt = !last || last.inSync !== inSync ? new Date(now) : last.transitionAt;

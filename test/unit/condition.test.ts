@@ -42,9 +42,22 @@ describe('statusToWrite', () => {
     expect(w?.update.lastTransitionTime).toEqual(new Date(T));
   });
 
-  it('Propagating counts as in sync, with its own reason and no last-config-sync', () => {
+  it('a change kubelet delivers within grace is one write, its new match: InSync to Propagating is not news', () => {
+    const first = statusToWrite([v('InSync')], V1, undefined, T, HEARTBEAT)?.written;
+    expect(statusToWrite([v('Propagating')], V2, first, T + 1000, HEARTBEAT)).toBeUndefined();
+    const w = statusToWrite([v('InSync')], V2, first, T + 5000, HEARTBEAT);
+    expect(w?.update).toMatchObject({ inSync: true, reason: 'InSync', matchedVersions: V2 });
+    // Back from a drift, Propagating is a transition (False to True), and written.
+    const drifted = statusToWrite([v('Drifted', 'ContentDrift')], V2, first, T + 1000, HEARTBEAT)?.written;
+    expect(statusToWrite([v('Propagating')], V2, drifted, T + 2000, HEARTBEAT)?.update).toMatchObject({
+      inSync: true,
+      reason: 'Propagating',
+    });
+  });
+
+  it('Propagating counts as in sync, with its own reason and no last-config-sync (written at the heartbeat)', () => {
     const last = statusToWrite([v('InSync')], V1, undefined, T, HEARTBEAT)?.written;
-    const w = statusToWrite([v('Propagating')], V2, last, T + 1000, HEARTBEAT);
+    const w = statusToWrite([v('Propagating')], V2, last, T + HEARTBEAT, HEARTBEAT);
     expect(w?.update).toMatchObject({
       inSync: true,
       reason: 'Propagating',
