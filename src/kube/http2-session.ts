@@ -27,7 +27,13 @@
 //      pings an idle connection for the same reason). A watch that falls silent asks the same
 //      ping first: an answer means the stream is quiet, not cut off (transport.ts keeps it);
 //  (6) close(): the identity was replaced (a rotated CA or client certificate); open streams
-//      finish, no new ones start.
+//      finish, no new ones start;
+//  (7) a session has as many streams open as the server allows at once (its SETTINGS'
+//      maxConcurrentStreams: 100 for kube-apiserver; 100 assumed until they arrive): the next
+//      exchange goes over another session, opened for it, as Go's HTTP/2 transport does. Node
+//      queues a stream past the limit until one closes, and a watch never closes: a node agent
+//      with 110 watches on one connection had a Secret's list wait 6 minutes. Every exchange
+//      takes the oldest session with room, so the others empty and close as their streams end.
 import http2 from 'node:http2';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
@@ -39,6 +45,9 @@ import type { TlsIdentity } from './transport.ts';
 
 /** How long a session suspected of being dead (5) has to answer a ping; at most the request timeout. */
 const PING_TIMEOUT_MS = 5_000;
+
+/** The streams a session takes at once before its server's SETTINGS say (7); kube-apiserver's own. */
+const DEFAULT_MAX_STREAMS = 100;
 
 export interface Http2Slot {
   /** An exchange on the session, or over HTTP/1.1 (`http1`) where the server chose that. */
@@ -61,9 +70,12 @@ export function http2Slot(
 ): Http2Slot {
   const host = hostOf(server);
   const port = portOf(server);
-  /** The current session, or its connection being made; `live` is what it came to. */
-  let session: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
-  let live: http2.ClientHttp2Session | undefined;
+  /** A connection being made, if any (one at a time). */
+  let connecting: Promise<http2.ClientHttp2Session | 'http1'> | undefined;
+  /** The open sessions, oldest first (7). */
+  let sessions: http2.ClientHttp2Session[] = [];
+  /** Sessions whose server's SETTINGS arrived: their limit is known. */
+  const settled = new WeakSet<http2.ClientHttp2Session>();
   /** The server chose HTTP/1.1 (2): every exchange goes over the transport's pool. */
   let overHttp1 = false;
   /** Open streams of each session: a session keeps the process alive only while it has some. */
@@ -118,28 +130,43 @@ export function http2Slot(
         s.on('goaway', letGo);
         s.on('error', letGo);
         s.on('close', letGo);
-        live = s;
+        s.once('remoteSettings', () => settled.add(s));
+        sessions.push(s);
         resolve(s);
       });
     });
   }
 
   function forget(s: http2.ClientHttp2Session): void {
-    if (live !== s) return;
-    live = undefined;
-    session = undefined;
+    sessions = sessions.filter((other) => other !== s);
   }
 
-  function current(): Promise<http2.ClientHttp2Session | 'http1'> {
-    if (!session) {
-      const connecting = connect();
-      session = connecting;
-      // A failed connection is not kept: the next exchange tries again.
-      connecting.catch(() => {
-        if (session === connecting) session = undefined;
-      });
+  /** How many streams the session takes at once (7). */
+  function maxStreams(s: http2.ClientHttp2Session): number {
+    const max = settled.has(s) ? s.remoteSettings.maxConcurrentStreams : undefined;
+    return typeof max === 'number' && max > 0 ? max : DEFAULT_MAX_STREAMS;
+  }
+
+  /** The oldest open session with room for one more stream (7). */
+  function withRoom(): http2.ClientHttp2Session | undefined {
+    return sessions.find((s) => isOpen(s) && (openStreams.get(s) ?? 0) < maxStreams(s));
+  }
+
+  /** One connection made at a time; a failed one is not kept: the next exchange tries again. */
+  function newConnection(): Promise<http2.ClientHttp2Session | 'http1'> {
+    if (!connecting) {
+      const made = connect();
+      connecting = made;
+      made.then(
+        () => {
+          if (connecting === made) connecting = undefined;
+        },
+        () => {
+          if (connecting === made) connecting = undefined;
+        },
+      );
     }
-    return session;
+    return connecting;
   }
 
   // (3)
@@ -204,30 +231,44 @@ export function http2Slot(
     return answer;
   }
 
-  /** The session to use now: a current one that closed since it was picked is replaced first. */
+  /**
+   * The session to use now: one with room, else a new connection (7). Exchanges that wait for
+   * the same new connection each take a stream of it as it comes, up to its limit; those past
+   * the limit wait for the next.
+   */
   async function usable(): Promise<http2.ClientHttp2Session | 'http1'> {
-    const s = await current();
-    if (s === 'http1' || isOpen(s)) return s;
-    forget(s);
-    return current();
+    // A few connections at most: a server that closes each at once must fail the exchange, not
+    // keep this loop making connections after the request gave up.
+    for (let made = 0; made < 4; made += 1) {
+      const s = withRoom();
+      if (s) return s;
+      if (overHttp1) return 'http1';
+      if ((await newConnection()) === 'http1') return 'http1';
+    }
+    const s = withRoom();
+    if (s) return s;
+    throw Object.assign(new Error(`no HTTP/2 connection to ${server.origin} with room for a stream`), {
+      code: 'ECONNRESET',
+    });
   }
 
   return {
     exchange(method, path, headers, http1) {
-      // The usual case, a session open: its stream at once, not after a promise's turn.
-      if (isOpen(live)) return stream(live, method, path, headers);
+      // The usual case, a session with room: its stream at once, not after a promise's turn.
+      const s = withRoom();
+      if (s) return stream(s, method, path, headers);
       if (overHttp1) return http1();
       return pendingExchange(
-        usable().then((s) => (s === 'http1' ? http1() : stream(s, method, path, headers))),
+        usable().then((u) => (u === 'http1' ? http1() : stream(u, method, path, headers))),
       );
     },
-    speaksHttp2: () => isOpen(live),
+    speaksHttp2: () => sessions.some(isOpen),
     // (6)
     close() {
-      const last = session;
-      session = undefined;
-      live = undefined;
-      last?.then(
+      const open = sessions;
+      sessions = [];
+      for (const s of open) s.close();
+      connecting?.then(
         (s) => {
           if (s !== 'http1') s.close();
         },

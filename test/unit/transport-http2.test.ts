@@ -42,7 +42,7 @@ interface Served {
 }
 
 /** A TLS server on loopback: HTTP/2 only (`h2`), or HTTP/1.1 only (`http1`), answering with `handle`. */
-async function serve(kind: 'h2' | 'http1', handle: Handler): Promise<Served> {
+async function serve(kind: 'h2' | 'http1', handle: Handler, settings?: http2.Settings): Promise<Served> {
   const versions: string[] = [];
   const sessions: http2.ServerHttp2Session[] = [];
   const sockets = new Set<net.Socket>();
@@ -53,7 +53,7 @@ async function serve(kind: 'h2' | 'http1', handle: Handler): Promise<Served> {
   };
   const server =
     kind === 'h2'
-      ? http2.createSecureServer({ ...pem }, onRequest)
+      ? http2.createSecureServer({ ...pem, ...(settings ? { settings } : {}) }, onRequest)
       : https.createServer({ ...pem }, onRequest as unknown as Parameters<typeof https.createServer>[1]);
   server.on('secureConnection', (socket: net.Socket) => {
     connections += 1;
@@ -277,6 +277,37 @@ describe('the transport over HTTP/2', () => {
     void served;
     const failed = await transport.request({ path: '/x' }).catch((e: NodeJS.ErrnoException) => e);
     expect(failed).toMatchObject({ code: 'ETIMEDOUT' });
+  });
+
+  // The API server allows 100 streams at once on a connection: a node agent with more than 100
+  // watches must not have the watches past the 100th wait for a stream that never frees.
+  it('opens another connection once one has as many streams open as the server allows', async () => {
+    const watching = quietWatch();
+    const served = await serve(
+      'h2',
+      (request, response) =>
+        request.url?.includes('watch=true') ? watching(request, response) : json(response, 200, { ok: true }),
+      { maxConcurrentStreams: 3 },
+    );
+    const transport = createTransport(async () => served.connection, { requestTimeoutMs: 2_000 });
+    // The server's limit: 3 streams a connection (kube-apiserver's is 100); 9 watches fill 3.
+    const stop = new AbortController();
+    const heads: number[] = [];
+    const watches = Array.from({ length: 9 }, (_, i) =>
+      outcome(
+        transport.watch({ path: `/w/${i}`, signal: stop.signal, inactivityMs: 60_000 }, () => heads.push(i)),
+      ),
+    );
+    await waitFor(() => (heads.length === 9 ? true : undefined), {
+      what: 'every watch answered',
+      timeoutMs: 5_000,
+    });
+    expect(served.connections()).toBe(3);
+    // A request while every connection is full goes over a new one, not behind a watch.
+    await transport.request({ path: '/r' });
+    expect(served.connections()).toBe(4);
+    stop.abort();
+    expect(await Promise.all(watches)).toEqual(Array(9).fill('clean end'));
   });
 
   it('keeps a quiet watch while its connection answers pings, until the server ends it', async () => {
