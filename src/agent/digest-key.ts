@@ -7,7 +7,7 @@
 // (`wx`), so two processes starting at once (the agent and an exec'd `heal`) cannot both
 // write: the loser reads the winner's key; (3) a directory that is missing or not writable:
 // an in-memory key.
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -52,4 +52,14 @@ function ephemeral(why: string, error?: unknown): DigestKey {
     persistent: false,
     note: `${why}${code ? ` (${code})` : ''}: fingerprints are keyed for this process only, and env and subPath baselines are taken again when the agent restarts; mount an emptyDir at --state-dir`,
   };
+}
+
+/**
+ * The node agent's key for one Pod, derived from the node's key (kept in its state dir on the
+ * node) and the Pod's uid: fingerprints of the same value differ from Pod to Pod, as the
+ * sidecar's do (each Pod has its own key there), and a restarted node agent derives the same
+ * key, so the baselines it recorded on the Pod stay readable.
+ */
+export function podKey(nodeKey: Buffer, podUid: string): Buffer {
+  return createHmac('sha256', nodeKey).update(`config-sync pod key\n${podUid}`).digest();
 }

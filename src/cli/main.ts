@@ -5,6 +5,7 @@ import type { Command } from './commands/command.ts';
 import { doctorCommand } from './commands/doctor.ts';
 import { healCommand } from './commands/heal.ts';
 import { injectCommand } from './commands/inject.ts';
+import { nodeCommand } from './commands/node.ts';
 import { statusCommand } from './commands/status.ts';
 import { versionCommand } from './commands/version.ts';
 import { webhookCommand } from './commands/webhook.ts';
@@ -14,6 +15,7 @@ import { formatError } from './report-error.ts';
 // The command table, in the order --help lists it.
 const commands: readonly Command[] = [
   agentCommand,
+  nodeCommand,
   checkCommand,
   healCommand,
   doctorCommand,

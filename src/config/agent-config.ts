@@ -264,7 +264,8 @@ export interface LoopConfig {
 export function podSelection(settings: Settings): PodSelection {
   return {
     name: settings.string('pod'),
-    selfContainer: defaulted(settings, 'self-container').value,
+    // The node agent has no container of its own in the Pods it serves, nor this setting.
+    selfContainer: settings.string('self-container')?.value ?? '',
     containers: settings.list('container'),
   };
 }
@@ -297,8 +298,8 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
   }
   const heal: HealPolicy = { mode: onDrift === 'reload' ? fallback : onDrift, minRestartIntervalMs };
 
-  // (3)
-  const mountRoot = defaulted(settings, 'mount-root');
+  // (3) The node agent has no mount root: it reads kubelet's directories (node-config.ts).
+  const mountRoot = settings.string('mount-root') ?? { value: '/', source: 'default' };
   if (!isDirectory(mountRoot.value)) {
     throw new ConfigSyncError(
       'CS_CONFIG_MOUNT_ROOT',

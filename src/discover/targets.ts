@@ -31,6 +31,11 @@ export interface VolumeTarget {
   readonly mountPath: string;
   /** Set for a subPath mount: a plain file kubelet never updates. */
   readonly subPath?: string;
+  /**
+   * The mount's index in its container's volumeMounts: kubelet binds a subPath mount at
+   * `volume-subpaths/<volume>/<container>/<index>` under the Pod's directory (node-pods.ts).
+   */
+  readonly mountIndex?: number;
   readonly sources: readonly VolumeSource[];
 }
 
@@ -203,7 +208,7 @@ export function discoverTargets(pod: V1Pod, options: DiscoverOptions): Discovery
   const targets: Target[] = [];
   for (const container of served) {
     // (2)
-    for (const mount of container.volumeMounts ?? []) {
+    for (const [mountIndex, mount] of (container.volumeMounts ?? []).entries()) {
       const volume = volumes.get(mount.name);
       if (!volume) continue;
       const sources = volumeSources(volume, notes);
@@ -219,7 +224,7 @@ export function discoverTargets(pod: V1Pod, options: DiscoverOptions): Discovery
         container: container.name,
         volume: volume.name,
         mountPath: mount.mountPath,
-        ...(mount.subPath ? { subPath: mount.subPath } : {}),
+        ...(mount.subPath ? { subPath: mount.subPath, mountIndex } : {}),
         sources,
       });
     }

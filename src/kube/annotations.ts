@@ -13,7 +13,12 @@ export const ANNOTATION = {
   matchedVersions: 'config-sync.io/matched-versions',
   /** On the Pod: what each app container got at its start for env and subPath targets (keyed), with that start. */
   startBaselines: 'config-sync.io/start-baselines',
+  /** On a Pod: `enabled` or `disabled`, the Pod's own say over whether the node agent serves it. */
+  nodeAgent: 'config-sync.io/node-agent',
 } as const;
+
+/** On a Namespace: `config-sync.io/node-agent=enabled` opts its Pods in to the node agent. */
+export const NODE_AGENT_LABEL = 'config-sync.io/node-agent';
 
 /** The Pod condition the agent writes (usable as a readiness gate). */
 export const CONDITION_TYPE = 'config-sync.io/InSync';

@@ -300,6 +300,19 @@ export class AgentProcess {
     return new AgentProcess(child);
   }
 
+  /** Another long-running command of the CLI (`node`), with `env` as its whole environment. */
+  static startCommand(command: string, env: Record<string, string>, args: string[] = []): AgentProcess {
+    const child = spawn(
+      process.execPath,
+      [bin, command, '--listen', '127.0.0.1:0', '--poll', '200ms', ...args],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    return new AgentProcess(child);
+  }
+
   async waitFor(predicate: (line: LogLine) => boolean, what: string, timeoutMs = 30_000): Promise<LogLine> {
     try {
       return await waitFor(() => this.lines.find(predicate), { what, timeoutMs, intervalMs: 50 });
