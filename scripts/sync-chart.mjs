@@ -10,6 +10,9 @@ export const CHART_FILES = {
   'own-pod-policy.yaml': 'deploy/sidecar/rbac/own-pod-policy.yaml',
   'own-workload-policy.yaml': 'deploy/sidecar/rbac/own-workload-policy.yaml',
   'own-rollout-policy.yaml': 'deploy/sidecar/rbac/own-rollout-policy.yaml',
+  'node-clusterrole.yaml': 'deploy/node/clusterrole.yaml',
+  'node-pod-policy.yaml': 'deploy/node/node-pod-policy.yaml',
+  'node-workload-policy.yaml': 'deploy/node/node-workload-policy.yaml',
   'prometheus-rule.yaml': 'deploy/sidecar/monitoring/prometheus-rule.yaml',
   'dashboard.json': 'deploy/sidecar/monitoring/dashboard.json',
 };

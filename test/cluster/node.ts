@@ -11,7 +11,8 @@
 //      and the host does not forward, so nothing a Pod sends leaves this machine;
 //  (3) containerd with its own config, root, state and socket; the images imported into it;
 //  (4) kube-scheduler;
-//  (5) kubelet with the node identity, its own root directory, a cgroup root of its own, and a
+//  (5) kubelet with the node identity, its own root directory (a shared mount, so that its
+//      mounts propagate to a container that asks: the node agent), a cgroup root of its own, and a
 //      serving port the apiserver reaches for exec and logs; waited on until the Node is Ready.
 // stop() (and the sweep at the next start) undoes all of it: Pods deleted through the API so
 // kubelet tears them down, then every process, mount, cgroup, the bridge and the directories.
@@ -157,6 +158,13 @@ export class KubeNode {
     const components: Component[] = [];
     let forwarder: Forwarder | undefined;
     try {
+      // kubelet's root dir as a shared mount, as it is on a node whose / is shared (systemd makes
+      // it so): the mounts kubelet makes under it (Secret volumes' tmpfs, subPath files' binds)
+      // then propagate into a container that mounts the dir with mountPropagation
+      // HostToContainer, as the node agent's DaemonSet does. This machine's / is private, where
+      // such a container would see none of them. sweep() unmounts it with the rest.
+      run('mount', ['--bind', dir('kubelet'), dir('kubelet')]);
+      run('mount', ['--make-rshared', dir('kubelet')]);
       // (2)
       run('ip', ['link', 'add', BRIDGE, 'address', BRIDGE_MAC, 'type', 'bridge']);
       run('ip', ['addr', 'add', `${NODE_IP}/24`, 'dev', BRIDGE]);

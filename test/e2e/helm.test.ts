@@ -1,7 +1,8 @@
 // The Helm chart on the real node: `helm install` with the chart's own certificates runs the
 // webhook in a Pod, the agent's identity for an app namespace comes from the chart's values, the
 // webhook injects the sidecar (with the chart's sidecar defaults) into a plain workload, the Pod
-// runs InSync, and `kubectl config-sync status`, run through kubectl's plugin mechanism, says so.
+// runs InSync, and `kubectl config-sync status`, run through kubectl's plugin mechanism, says so;
+// and the chart's node agent (a release of its own) serves a plain Pod of an opted-in namespace.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { bin, root } from '../cluster/app.ts';
 import { buildTool } from '../cluster/assets.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
+import { NODE_BASE } from '../cluster/node.ts';
 import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
 
 const run = promisify(execFile);
@@ -87,6 +89,52 @@ describeOnNode('the Helm chart on a real node', () => {
       env: env(),
     });
     expect(status.stdout).toContain('web: 1/1 in sync');
+
+    // The node agent from the chart, as a release of its own in a namespace Pod Security lets
+    // mount hostPaths (privileged), serving a Pod of another namespace opted in by its label.
+    const nodeSystem = await createTestNamespace(admin, 'e2e-helm-node');
+    const served = await createTestNamespace(admin, 'e2e-helm-served');
+    await kubectl(
+      'label',
+      'namespace',
+      nodeSystem,
+      'pod-security.kubernetes.io/enforce=privileged',
+      '--overwrite',
+    );
+    await kubectl('label', 'namespace', served, 'config-sync.io/node-agent=enabled');
+    const nodeInstall = await run(
+      helmBin,
+      [
+        'install',
+        'config-sync-node',
+        path.join(root, 'deploy/helm/config-sync'),
+        '-n',
+        nodeSystem,
+        ...['webhook.enabled=false', 'admissionPolicies.enabled=false', 'nodeAgent.enabled=true']
+          .concat([
+            `nodeAgent.namespaces[0]=${served}`,
+            `nodeAgent.kubeletRoot=${path.join(NODE_BASE, 'kubelet')}`,
+          ])
+          .concat([`nodeAgent.stateDir=${path.join(NODE_BASE, 'config-sync-state')}`])
+          .flatMap((v) => ['--set', v]),
+        '--wait',
+        '--timeout',
+        '180s',
+      ],
+      { encoding: 'utf8', env: env() },
+    );
+    expect(nodeInstall.stderr).toBe('');
+    await kubectl('apply', '-n', served, '-f', path.join(root, 'deploy/sidecar/example/configmap.yaml'));
+    const plain = plainWorkload();
+    plain.spec.template.spec.serviceAccountName = 'default';
+    fs.writeFileSync(path.join(dir, 'served.json'), JSON.stringify(plain));
+    await kubectl('apply', '-n', served, '-f', path.join(dir, 'served.json'));
+    const [servedPod] = await webPodsInSync(admin, served, 1);
+    expect(servedPod?.spec?.initContainers ?? []).toEqual([]);
+    await run(helmBin, ['uninstall', 'config-sync-node', '-n', nodeSystem, '--wait'], {
+      encoding: 'utf8',
+      env: env(),
+    });
 
     await run(helmBin, ['uninstall', 'config-sync', '-n', system, '--wait'], {
       encoding: 'utf8',

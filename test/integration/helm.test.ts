@@ -175,6 +175,53 @@ describe('the chart', () => {
     });
   });
 
+  it('renders the node agent as deploy/node has it, its policies for the release namespace, and refuses it with no namespaces', () => {
+    const rendered = docs(
+      template('-n', 'cs-system', ...set('nodeAgent.enabled=true', 'nodeAgent.namespaces={shop,payments}'))
+        .stdout,
+    );
+    const base = docs(kubectl('kustomize', path.join(root, 'deploy/node')));
+    const [daemonSet] = find(rendered, 'DaemonSet') as (Obj & {
+      spec: { template: { spec: Record<string, any> } };
+    })[];
+    const [shipped] = find(base, 'DaemonSet') as (Obj & {
+      spec: { template: { spec: Record<string, any> } };
+    })[];
+    const ours = daemonSet?.spec.template.spec;
+    const theirs = shipped?.spec.template.spec;
+    // The same container but its image and namespaces, the same volumes and Pod-level fields.
+    const container = (c: Record<string, unknown>) => ({
+      ...c,
+      image: undefined,
+      imagePullPolicy: undefined,
+      env: undefined,
+    });
+    expect(container(ours?.containers[0])).toEqual(container(theirs?.containers[0]));
+    expect(ours?.containers[0].env).toContainEqual({
+      name: 'CONFIG_SYNC_NAMESPACES',
+      value: 'shop,payments',
+    });
+    expect(ours?.volumes).toEqual(theirs?.volumes);
+    expect(ours?.tolerations).toEqual(theirs?.tolerations);
+    expect(ours?.serviceAccountName).toBe(theirs?.serviceAccountName);
+    expect(find(rendered, 'RoleBinding').map((b) => b.metadata.namespace)).toEqual(['shop', 'payments']);
+    const [role] = find(rendered, 'ClusterRole').filter((r) => r.metadata.name === 'config-sync-node');
+    const [shippedRole] = find(base, 'ClusterRole').filter((r) => r.metadata.name === 'config-sync-node');
+    expect((role as Obj).rules).toEqual((shippedRole as Obj).rules);
+    // Its admission policies match the release's ServiceAccount, not the base's namespace.
+    const policies = find(rendered, 'ValidatingAdmissionPolicy').filter((p) =>
+      p.metadata.name.startsWith('config-sync-node'),
+    );
+    expect(policies).toHaveLength(2);
+    for (const p of policies)
+      expect(JSON.stringify(p)).toContain(
+        "request.userInfo.username == 'system:serviceaccount:cs-system:config-sync-node'",
+      );
+    const refused = template(...set('nodeAgent.enabled=true'));
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('nodeAgent.enabled needs nodeAgent.namespaces');
+  });
+
   it("a certificate of the user's own: no Secret made, the caBundle given, and none without it", () => {
     const rendered = render('webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN');
     expect(find(rendered, 'Secret')).toEqual([]);

@@ -1,0 +1,407 @@
+// The node agent on a real node: deploy/node's DaemonSet, the shipped image, kubelet's own
+// directories. Twenty opted-in Pods of three Deployments and a StatefulSet, none with a sidecar,
+// each with a ConfigMap volume, a subPath file of it, a Secret volume and a Secret in env, all
+// reach InSync written by the one node agent; a subPath change restarts each workload exactly
+// once; a Secret behind an env var is EnvStale and restarts its workload once; a Pod not opted
+// in is never read; Pods with a config-sync sidecar are left to it; and the node agent's own
+// token may not patch a Pod bound to another node.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { root, SECRET_VALUE, sample } from '../cluster/app.ts';
+import { adminKubeConfig, createTestNamespace, tokenKubeConfig } from '../cluster/identities.ts';
+import { NODE_BASE } from '../cluster/node.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { cluster, describeOnNode, inSyncCondition, kubectl, useExample, useNode } from './support.ts';
+
+const WORKLOADS = ['alpha', 'bravo', 'charlie', 'sierra'] as const;
+const REPLICAS = 5;
+const NEW_PASSWORD = 'e2e-node-rotated-password-never-shown';
+
+/** A workload `name` of REPLICAS Pods: the ConfigMap volume, its log.yaml by subPath, the Secret volume, env from env-<name>. */
+function workload(name: string) {
+  const labels = { app: name };
+  const template = {
+    metadata: { labels },
+    spec: {
+      automountServiceAccountToken: false,
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+      containers: [
+        {
+          name: 'app',
+          image: 'registry.k8s.io/pause:3.10',
+          env: [
+            { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: `env-${name}`, key: 'password' } } },
+          ],
+          volumeMounts: [
+            { name: 'config', mountPath: '/etc/app', readOnly: true },
+            { name: 'config', mountPath: '/etc/log.yaml', subPath: 'log.yaml', readOnly: true },
+            { name: 'creds', mountPath: '/etc/creds', readOnly: true },
+          ],
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+      volumes: [
+        { name: 'config', configMap: { name: 'app-config' } },
+        { name: 'creds', secret: { secretName: 'app-secret', defaultMode: 0o400 } },
+      ],
+    },
+  };
+  const base = { replicas: REPLICAS, selector: { matchLabels: labels }, template };
+  return name === 'sierra'
+    ? {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name },
+        spec: { ...base, serviceName: name, podManagementPolicy: 'Parallel' },
+      }
+    : { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name }, spec: base };
+}
+
+function apply(objects: readonly unknown[], namespace?: string): void {
+  const { plane } = cluster();
+  const res = spawnSync(
+    plane.kubectl,
+    ['--kubeconfig', plane.adminKubeconfig, ...(namespace ? ['-n', namespace] : []), 'apply', '-f', '-'],
+    { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' },
+  );
+  if (res.status !== 0) throw new Error(`kubectl apply: ${res.stderr}`);
+}
+
+/**
+ * deploy/node as `kubectl kustomize` renders it, set up for these namespaces and this node:
+ * CONFIG_SYNC_NAMESPACES and a RoleBinding in each, the namespaces' ClusterRole naming them,
+ * kubelet's root dir (the harness's, where the base says /var/lib/kubelet) and a state dir
+ * under the node's base directory.
+ */
+async function nodeManifests(namespaces: readonly string[]): Promise<unknown[]> {
+  const docs = parseAllDocuments(await kubectl('kustomize', path.join(root, 'deploy/node'))).map(
+    (d) => d.toJS() as Record<string, any>,
+  );
+  const out: unknown[] = [];
+  for (const doc of docs) {
+    if (doc.kind === 'RoleBinding') {
+      for (const ns of namespaces) out.push({ ...doc, metadata: { ...doc.metadata, namespace: ns } });
+      continue;
+    }
+    if (doc.kind === 'ClusterRole' && doc.metadata.name === 'config-sync-node-namespaces')
+      for (const rule of doc.rules) rule.resourceNames = [...namespaces];
+    if (doc.kind === 'DaemonSet') {
+      const c = doc.spec.template.spec.containers[0];
+      c.env = [
+        ...c.env.filter((e: { name: string }) => e.name !== 'CONFIG_SYNC_NAMESPACES'),
+        { name: 'CONFIG_SYNC_NAMESPACES', value: namespaces.join(',') },
+        { name: 'CONFIG_SYNC_DEBOUNCE', value: '2s' },
+        // The Secret's restart of alpha follows the subPath one within seconds.
+        { name: 'CONFIG_SYNC_MIN_RESTART_INTERVAL', value: '1s' },
+      ];
+      for (const v of doc.spec.template.spec.volumes) {
+        if (v.name === 'kubelet') v.hostPath.path = path.join(NODE_BASE, 'kubelet');
+        if (v.name === 'state') v.hostPath.path = path.join(NODE_BASE, 'config-sync-state');
+      }
+    }
+    out.push(doc);
+  }
+  return out;
+}
+
+async function nodeAgentPod(admin: KubeConfig): Promise<V1Pod> {
+  return waitFor(
+    async () => {
+      const pods = await admin.makeApiClient(CoreV1Api).listNamespacedPod({
+        namespace: 'config-sync',
+        labelSelector: 'app.kubernetes.io/component=node-agent',
+      });
+      const pod = pods.items[0];
+      return pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+        ? pod
+        : undefined;
+    },
+    { what: 'the node agent Ready', timeoutMs: 120_000, intervalMs: 500 },
+  );
+}
+
+async function nodeAgentLog(pod: V1Pod): Promise<Record<string, unknown>[]> {
+  const text = await kubectl('-n', 'config-sync', 'logs', pod.metadata?.name ?? '', '-c', 'node');
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function nodeAgentMetrics(pod: V1Pod): Promise<string> {
+  const res = await fetch(`http://${pod.status?.podIP}:9464/metrics`, { signal: AbortSignal.timeout(5000) });
+  return res.text();
+}
+
+/** The workload's restart history annotation (config-sync.io/restarts), as its restarts wrote it. */
+async function restartHistory(admin: KubeConfig, namespace: string, name: string): Promise<string[]> {
+  const apps = admin.makeApiClient(AppsV1Api);
+  const w =
+    name === 'sierra'
+      ? await apps.readNamespacedStatefulSet({ name, namespace })
+      : await apps.readNamespacedDeployment({ name, namespace });
+  return (w.spec?.template.metadata?.annotations?.['config-sync.io/restarts'] ?? '')
+    .split(' ')
+    .filter(Boolean);
+}
+
+/** The Pods of the workloads, once all REPLICAS of each are Running and InSync=True (none terminating). */
+async function allInSync(admin: KubeConfig, namespace: string, timeoutMs = 240_000): Promise<V1Pod[]> {
+  const core = admin.makeApiClient(CoreV1Api);
+  return waitFor(
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace })).items.filter(
+        (p) =>
+          WORKLOADS.includes(p.metadata?.labels?.app as (typeof WORKLOADS)[number]) &&
+          !p.metadata?.deletionTimestamp,
+      );
+      return pods.length === WORKLOADS.length * REPLICAS &&
+        pods.every((p) => p.status?.phase === 'Running' && inSyncCondition(p)?.status === 'True')
+        ? pods
+        : undefined;
+    },
+    { what: `${WORKLOADS.length * REPLICAS} Pods Running and InSync`, timeoutMs, intervalMs: 1000 },
+  );
+}
+
+describeOnNode('the node agent on a real node (deploy/node, the shipped image)', () => {
+  useNode();
+  // Pods with a config-sync sidecar of their own (deploy/sidecar's example), in a namespace the
+  // node agent serves and that is opted in: it must leave them to their sidecars.
+  const sidecars = useExample('e2e-node-sidecar');
+  const state = {
+    ns: '',
+    quiet: '',
+    admin: undefined as unknown as KubeConfig,
+    agent: undefined as unknown as V1Pod,
+  };
+
+  it('serves 20 opted-in Pods of four workloads with one watch per object; InSync written by it alone', async () => {
+    const admin = adminKubeConfig(cluster().plane);
+    state.admin = admin;
+    state.ns = await createTestNamespace(admin, 'e2e-node');
+    state.quiet = await createTestNamespace(admin, 'e2e-node-quiet');
+    await kubectl(
+      'label',
+      'namespace',
+      state.ns,
+      'config-sync.io/node-agent=enabled',
+      'pod-security.kubernetes.io/enforce=restricted',
+    );
+    await kubectl('label', 'namespace', sidecars.name, 'config-sync.io/node-agent=enabled');
+    apply(await nodeManifests([state.ns, state.quiet, sidecars.name]));
+    apply(
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'app-config' },
+          data: { 'app.yaml': 'level: info\n', 'log.yaml': 'format: json\n' },
+        },
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'app-secret' },
+          stringData: { token: SECRET_VALUE },
+        },
+        ...WORKLOADS.map((w) => ({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: `env-${w}` },
+          stringData: { password: SECRET_VALUE },
+        })),
+        ...WORKLOADS.map(workload),
+      ],
+      state.ns,
+    );
+    // Not opted in: its namespace has no label and it has no annotation.
+    apply(
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'plain-config' },
+          data: { 'app.yaml': 'x\n' },
+        },
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'plain' },
+          spec: {
+            automountServiceAccountToken: false,
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.k8s.io/pause:3.10',
+                volumeMounts: [{ name: 'c', mountPath: '/etc/app' }],
+              },
+            ],
+            volumes: [{ name: 'c', configMap: { name: 'plain-config' } }],
+          },
+        },
+      ],
+      state.quiet,
+    );
+    state.agent = await nodeAgentPod(admin);
+    const pods = await allInSync(admin, state.ns);
+    expect(pods.every((p) => (p.spec?.containers ?? []).every((c) => c.name !== 'config-sync'))).toBe(true);
+
+    const log = await nodeAgentLog(state.agent);
+    const served = new Set(
+      log.filter((l) => l.msg === 'serving the Pod').map((l) => `${l.namespace}/${l.pod}`),
+    );
+    expect(served.size).toBe(WORKLOADS.length * REPLICAS);
+    expect([...served].every((p) => p.startsWith(`${state.ns}/`))).toBe(true);
+    // One watch per distinct object: app-config, app-secret and the four env Secrets.
+    const metrics = await nodeAgentMetrics(state.agent);
+    expect(sample(metrics, 'config_sync_node_pods_served')).toBe(20);
+    expect(sample(metrics, 'config_sync_node_source_watches')).toBe(6);
+    expect(sample(metrics, 'config_sync_in_sync')).toBe(1);
+    expect(log.some((l) => l.level === 'error')).toBe(false);
+  });
+
+  it('leaves Pods with a config-sync sidecar to it, and never reads a Pod not opted in', async () => {
+    const log = await nodeAgentLog(state.agent);
+    expect(log.some((l) => l.msg === 'serving the Pod' && l.namespace === sidecars.name)).toBe(false);
+    expect(log.some((l) => l.msg === 'serving the Pod' && l.namespace === state.quiet)).toBe(false);
+    expect(JSON.stringify(log)).not.toContain('plain-config');
+  });
+
+  it('a subPath file changed: SubPathStale, and each of the four workloads restarted exactly once', async () => {
+    await kubectl(
+      '-n',
+      state.ns,
+      'patch',
+      'configmap',
+      'app-config',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ data: { 'log.yaml': 'format: text\n' } }),
+    );
+    for (const w of WORKLOADS)
+      await waitFor(
+        async () => ((await restartHistory(state.admin, state.ns, w)).length > 0 ? true : undefined),
+        {
+          what: `the restart of ${w}`,
+          timeoutMs: 60_000,
+          intervalMs: 500,
+        },
+      );
+    // The new Pods, every one InSync: the volume updated by kubelet, the subPath file new.
+    await allInSync(state.admin, state.ns);
+    for (const w of WORKLOADS) expect(await restartHistory(state.admin, state.ns, w)).toHaveLength(1);
+    const log = await nodeAgentLog(state.agent);
+    expect(log.filter((l) => l.reason === 'SubPathStale').length).toBeGreaterThan(0);
+    expect(log.filter((l) => l.msg === 'restarted workload')).toHaveLength(WORKLOADS.length);
+  });
+
+  it('a Secret behind an env var rotated: EnvStale, one restart of its workload, the value nowhere', async () => {
+    await kubectl(
+      '-n',
+      state.ns,
+      'patch',
+      'secret',
+      'env-alpha',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ stringData: { password: NEW_PASSWORD } }),
+    );
+    await waitFor(
+      async () => ((await restartHistory(state.admin, state.ns, 'alpha')).length === 2 ? true : undefined),
+      {
+        what: 'the second restart of alpha',
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      },
+    );
+    await allInSync(state.admin, state.ns);
+    for (const w of WORKLOADS.filter((x) => x !== 'alpha'))
+      expect(await restartHistory(state.admin, state.ns, w)).toHaveLength(1);
+    const log = await nodeAgentLog(state.agent);
+    expect(log.some((l) => l.reason === 'EnvStale')).toBe(true);
+    const text = JSON.stringify(log) + (await nodeAgentMetrics(state.agent));
+    for (const value of [SECRET_VALUE, NEW_PASSWORD]) {
+      expect(text).not.toContain(value);
+      expect(text).not.toContain(Buffer.from(value).toString('base64'));
+    }
+  });
+
+  it("its own token may not patch a Pod bound to another node, nor a workload's image", async () => {
+    const admin = state.admin;
+    const core = admin.makeApiClient(CoreV1Api);
+    await core.createNode({ body: { metadata: { name: 'e2e-no-kubelet' } } });
+    try {
+      await core.createNamespacedPod({
+        namespace: state.ns,
+        body: {
+          metadata: { name: 'on-another-node' },
+          spec: {
+            nodeName: 'e2e-no-kubelet',
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 65532,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.k8s.io/pause:3.10',
+                securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+              },
+            ],
+          },
+        },
+      });
+      const token = (
+        await kubectl(
+          '-n',
+          'config-sync',
+          'create',
+          'token',
+          'config-sync-node',
+          '--bound-object-kind',
+          'Pod',
+          '--bound-object-name',
+          state.agent.metadata?.name ?? '',
+        )
+      ).trim();
+      const kc = tokenKubeConfig(cluster().plane, token);
+      const refused = await kc
+        .makeApiClient(CoreV1Api)
+        .patchNamespacedPod({
+          name: 'on-another-node',
+          namespace: state.ns,
+          body: [{ op: 'add', path: '/metadata/annotations', value: { 'config-sync.io/probe': 'x' } }],
+        })
+        .then(
+          () => 'allowed',
+          (e: { code?: number; body?: string }) => `${e.code} ${e.body}`,
+        );
+      expect(refused).toMatch(/^403 .*only Pods bound to its own node/);
+      const image = await kc
+        .makeApiClient(AppsV1Api)
+        .patchNamespacedDeployment({
+          name: 'bravo',
+          namespace: state.ns,
+          body: [
+            { op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'evil.example/app:1' },
+          ],
+        })
+        .then(
+          () => 'allowed',
+          (e: { code?: number }) => String(e.code),
+        );
+      expect(image).toBe('403');
+    } finally {
+      await core
+        .deleteNamespacedPod({ name: 'on-another-node', namespace: state.ns, gracePeriodSeconds: 0 })
+        .catch(() => {});
+      await core.deleteNode({ name: 'e2e-no-kubelet' }).catch(() => {});
+    }
+  });
+});
