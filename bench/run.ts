@@ -3,7 +3,7 @@
 // first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window;
 // BENCH_SAMPLES=1 also prints every API change -> verdict sample and every reload row's pairs
 // (agent/raw ms), in order; BENCH_ONLY=reload,restart runs only the measures named (hash, idle,
-// file, api, reload, restart, node);
+// file, api, reload, restart, sim, node); BENCH_SIM_PODS (default 500) the simulated node's Pods;
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
 // BENCH_QUIET_SAMPLES (default 3) the restart row's changes after 100 s of quiet each;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
@@ -42,6 +42,9 @@
 //     container's reload POST from the shipped agent, against a raw inotify -> POST container
 //     in the same Pod, without and with an fsGroup (reloadOnRealNode).
 //
+// 11. the node agent past this machine's one node, by simulation: 500 Pods bound to a Node object
+//     with no kubelet, 150 objects, one node agent against the real API server (node-sim.ts).
+//
 // Each measure is a module of its own: hash.ts (1, 2), idle.ts (3 to 5), verdicts.ts (6, 7),
 // reload.ts (8), restart.ts (9), real-node.ts and real-node-reload.ts (10); lib/ holds what
 // they share (settings, the table, /proc and cgroup readings, agent processes). This file sets
@@ -61,6 +64,7 @@ import { idleRows } from './idle.ts';
 import type { ProcessBench } from './lib/process-bench.ts';
 import { only, work } from './lib/settings.ts';
 import { fmt, formatTable, log, rows } from './lib/table.ts';
+import { nodeSimRows } from './node-sim.ts';
 import { onRealNode } from './real-node.ts';
 import { reloadRows } from './reload.ts';
 import { restartRows } from './restart.ts';
@@ -121,6 +125,7 @@ async function main(): Promise<void> {
     agent.kill('SIGTERM');
     if (only('reload')) await reloadRows(bench);
     if (only('restart')) await restartRows(bench);
+    if (only('sim')) await nodeSimRows(kc, plane);
   } finally {
     await plane.stop();
     fs.rmSync(work, { recursive: true, force: true });
