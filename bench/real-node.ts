@@ -21,8 +21,9 @@ import { waitFor } from '../test/cluster/wait.ts';
 import { containerIdOf, containerMemory, cpuNanos } from './lib/cgroup.ts';
 import { widenExampleConfig } from './lib/example-config.ts';
 import { apiRequestsByVerb, metricsOf, watchRestartsByReason } from './lib/processes.ts';
-import { compareSeconds, idleSeconds } from './lib/settings.ts';
+import { compareSeconds, idleSeconds, only } from './lib/settings.ts';
 import { fmt, log, memoryGoal, percentile, type Resident, rows, signed } from './lib/table.ts';
+import { nodeAgentOnRealNode } from './real-node-agent.ts';
 import { reloadOnRealNode } from './real-node-reload.ts';
 
 const runAsync = promisify(execFile);
@@ -49,6 +50,17 @@ export async function onRealNode(): Promise<void> {
           encoding: 'utf8',
         })
       ).stdout;
+    if (only('nodeagent')) {
+      const kcAdmin = new KubeConfig();
+      kcAdmin.loadFromFile(plane.info.adminKubeconfig);
+      const apply = async (objects: readonly unknown[], namespace?: string) => {
+        const file = path.join(nodeWork, `apply-${Date.now()}.json`);
+        fs.writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+        await kubectl(...(namespace ? ['-n', namespace] : []), 'apply', '-f', file);
+      };
+      await nodeAgentOnRealNode(kcAdmin, plane.info, kubectl, apply);
+    }
+    if (!only('node')) return;
     const namespace = 'bench-node';
     await kubectl('create', 'namespace', namespace);
     await kubectl('apply', '-k', path.join(bin, '../../deploy/sidecar'), '-n', namespace);

@@ -3,7 +3,7 @@
 // first and starts its own control plane). BENCH_IDLE_SECONDS (default 60) sets the idle window;
 // BENCH_SAMPLES=1 also prints every API change -> verdict sample and every reload row's pairs
 // (agent/raw ms), in order; BENCH_ONLY=reload,restart runs only the measures named (hash, idle,
-// file, api, reload, restart, sim, node); BENCH_SIM_PODS (default 500) the simulated node's Pods;
+// file, api, reload, restart, sim, node, nodeagent); BENCH_SIM_PODS (default 500) the simulated node's Pods;
 // BENCH_LATENCY_SAMPLES (default 300) sets the samples of the reload and restart rows;
 // BENCH_QUIET_SAMPLES (default 3) the restart row's changes after 100 s of quiet each;
 // BENCH_RELOAD_KEYS (default 100, at most 100) the keys of the reload row's ConfigMap;
@@ -43,7 +43,10 @@
 //     in the same Pod, without and with an fsGroup (reloadOnRealNode).
 //
 // 11. the node agent past this machine's one node, by simulation: 500 Pods bound to a Node object
-//     with no kubelet, 150 objects, one node agent against the real API server (node-sim.ts).
+//     with no kubelet, 150 objects, one node agent against the real API server (node-sim.ts);
+// 12. on the real node, the node agent's container working set and watches for 1, 10 and 30
+//     Pods beside as many sidecars, and its status writes for a change kubelet propagates to 30
+//     Pods (real-node-agent.ts).
 //
 // Each measure is a module of its own: hash.ts (1, 2), idle.ts (3 to 5), verdicts.ts (6, 7),
 // reload.ts (8), restart.ts (9), real-node.ts and real-node-reload.ts (10); lib/ holds what
@@ -131,7 +134,7 @@ async function main(): Promise<void> {
     fs.rmSync(work, { recursive: true, force: true });
   }
 
-  if (only('node')) await onRealNode();
+  if (only('node') || only('nodeagent')) await onRealNode();
 
   process.stdout.write(formatTable(rows));
 }

@@ -6,13 +6,11 @@
 // in is never read; Pods with a config-sync sidecar are left to it; and the node agent's own
 // token may not patch a Pod bound to another node.
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { root, SECRET_VALUE, sample } from '../cluster/app.ts';
+import { SECRET_VALUE, sample } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace, tokenKubeConfig } from '../cluster/identities.ts';
-import { NODE_BASE } from '../cluster/node.ts';
+import { nodeAgentManifests } from '../cluster/node-agent-manifests.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { cluster, describeOnNode, inSyncCondition, kubectl, useExample, useNode } from './support.ts';
 
@@ -68,43 +66,6 @@ function apply(objects: readonly unknown[], namespace?: string): void {
     { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' },
   );
   if (res.status !== 0) throw new Error(`kubectl apply: ${res.stderr}`);
-}
-
-/**
- * deploy/node as `kubectl kustomize` renders it, set up for these namespaces and this node:
- * CONFIG_SYNC_NAMESPACES and a RoleBinding in each, the namespaces' ClusterRole naming them,
- * kubelet's root dir (the harness's, where the base says /var/lib/kubelet) and a state dir
- * under the node's base directory.
- */
-async function nodeManifests(namespaces: readonly string[]): Promise<unknown[]> {
-  const docs = parseAllDocuments(await kubectl('kustomize', path.join(root, 'deploy/node'))).map(
-    (d) => d.toJS() as Record<string, any>,
-  );
-  const out: unknown[] = [];
-  for (const doc of docs) {
-    if (doc.kind === 'RoleBinding') {
-      for (const ns of namespaces) out.push({ ...doc, metadata: { ...doc.metadata, namespace: ns } });
-      continue;
-    }
-    if (doc.kind === 'ClusterRole' && doc.metadata.name === 'config-sync-node-namespaces')
-      for (const rule of doc.rules) rule.resourceNames = [...namespaces];
-    if (doc.kind === 'DaemonSet') {
-      const c = doc.spec.template.spec.containers[0];
-      c.env = [
-        ...c.env.filter((e: { name: string }) => e.name !== 'CONFIG_SYNC_NAMESPACES'),
-        { name: 'CONFIG_SYNC_NAMESPACES', value: namespaces.join(',') },
-        { name: 'CONFIG_SYNC_DEBOUNCE', value: '2s' },
-        // The Secret's restart of alpha follows the subPath one within seconds.
-        { name: 'CONFIG_SYNC_MIN_RESTART_INTERVAL', value: '1s' },
-      ];
-      for (const v of doc.spec.template.spec.volumes) {
-        if (v.name === 'kubelet') v.hostPath.path = path.join(NODE_BASE, 'kubelet');
-        if (v.name === 'state') v.hostPath.path = path.join(NODE_BASE, 'config-sync-state');
-      }
-    }
-    out.push(doc);
-  }
-  return out;
 }
 
 async function nodeAgentPod(admin: KubeConfig): Promise<V1Pod> {
@@ -192,7 +153,13 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
       'pod-security.kubernetes.io/enforce=restricted',
     );
     await kubectl('label', 'namespace', sidecars.name, 'config-sync.io/node-agent=enabled');
-    apply(await nodeManifests([state.ns, state.quiet, sidecars.name]));
+    apply(
+      nodeAgentManifests(cluster().plane, [state.ns, state.quiet, sidecars.name], {
+        CONFIG_SYNC_DEBOUNCE: '2s',
+        // The Secret's restart of alpha follows the subPath one within seconds.
+        CONFIG_SYNC_MIN_RESTART_INTERVAL: '1s',
+      }),
+    );
     apply(
       [
         {

@@ -35,6 +35,14 @@ interface Obj {
   [field: string]: unknown;
 }
 
+/** The parts of a rendered Pod spec the node agent's test compares. */
+interface PodSpecLike {
+  containers: Record<string, unknown>[];
+  volumes?: unknown;
+  tolerations?: unknown;
+  serviceAccountName?: string;
+}
+
 /** `--set` flags, one per value. */
 const set = (...values: string[]) => values.flatMap((v) => ['--set', v]);
 
@@ -182,22 +190,22 @@ describe('the chart', () => {
     );
     const base = docs(kubectl('kustomize', path.join(root, 'deploy/node')));
     const [daemonSet] = find(rendered, 'DaemonSet') as (Obj & {
-      spec: { template: { spec: Record<string, any> } };
+      spec: { template: { spec: PodSpecLike } };
     })[];
     const [shipped] = find(base, 'DaemonSet') as (Obj & {
-      spec: { template: { spec: Record<string, any> } };
+      spec: { template: { spec: PodSpecLike } };
     })[];
     const ours = daemonSet?.spec.template.spec;
     const theirs = shipped?.spec.template.spec;
     // The same container but its image and namespaces, the same volumes and Pod-level fields.
-    const container = (c: Record<string, unknown>) => ({
+    const container = (c: Record<string, unknown> | undefined) => ({
       ...c,
       image: undefined,
       imagePullPolicy: undefined,
       env: undefined,
     });
     expect(container(ours?.containers[0])).toEqual(container(theirs?.containers[0]));
-    expect(ours?.containers[0].env).toContainEqual({
+    expect(ours?.containers[0]?.env).toContainEqual({
       name: 'CONFIG_SYNC_NAMESPACES',
       value: 'shop,payments',
     });
