@@ -79,6 +79,21 @@ export function nodeAgentServes(
 }
 
 /**
+ * Who checks a Pod's configuration, in a sentence for `doctor`: its own sidecar, the node agent
+ * (and why), or nobody (and how to opt in). `namespaceLabels` undefined: not known (the
+ * namespace could not be read), and said so.
+ */
+export function whoServes(pod: V1Pod, namespaceLabels: Readonly<Record<string, string>> | undefined): string {
+  if (hasConfigSyncSidecar(pod)) return 'its config-sync sidecar checks it';
+  const decision = nodeAgentServes({ ...pod, status: { ...pod.status, phase: 'Running' } }, namespaceLabels);
+  if (decision.serve)
+    return `no config-sync sidecar: the node agent (config-sync node) on its node checks it, since ${decision.why}, if that node runs one and its namespace is in the node agent's --namespaces; it acts with the node agent's identity (deploy/node), not the permissions below`;
+  if ('badValue' in decision)
+    return `no config-sync sidecar, and the node agent does not check it: ${decision.why}; set it to enabled or disabled`;
+  return `no config-sync sidecar, and not opted in to the node agent${namespaceLabels === undefined ? ' (its namespace could not be read for the label)' : ''}: nothing checks its configuration; add the sidecar (config-sync inject), or annotate it ${ANNOTATION.nodeAgent}: enabled, or label its namespace ${NODE_AGENT_LABEL}=enabled`;
+}
+
+/**
  * Where a volume target's files are under kubelet's root dir, as the node agent sees it (its
  * hostPath of that dir mounted at `root`).
  */

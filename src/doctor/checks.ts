@@ -2,12 +2,14 @@
 // report (formatted by src/doctor/format.ts). Each check that fails becomes a problem in the
 // report instead of an exception, so one run shows everything wrong at once.
 import type {
+  V1Namespace,
   V1Pod,
   V1ReplicaSet,
   V1SelfSubjectAccessReview,
   V1SelfSubjectReview,
   VersionInfo,
 } from '@kubernetes/client-node';
+import { whoServes } from '../discover/node-pods.ts';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
 import {
@@ -157,6 +159,13 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
       for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
+      // Who checks it: its sidecar, the node agent (opted in by the Pod or its namespace's
+      // label), or nobody. The namespace is read for its label where the identity may.
+      const labels = await client
+        .get<V1Namespace>({ resource: 'namespaces', name: namespace })
+        .then((ns) => ns.metadata?.labels ?? {})
+        .catch(() => undefined);
+      notes.push(`Pod ${podName}: ${whoServes(pod, labels)}`);
       // The chain as the owner references show it, and the workload as the agent finds it.
       const owner = controllerOf(pod.metadata);
       if (owner) ownerChain.push(`${owner.kind} ${owner.name}`);

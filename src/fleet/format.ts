@@ -1,5 +1,6 @@
 // `config-sync status` output: a table of Pods as kubectl prints one, then one line per workload;
-// `-o wide` adds the matched versions and the condition's message; `-o json` is both lists.
+// `-o wide` adds which agent checks each Pod (its sidecar, or the node agent), the matched versions
+// and the condition's message; `-o json` is both lists.
 import { age, type PodRow, type WorkloadRow, workloadLine } from './rows.ts';
 
 function table(rows: readonly (readonly string[])[]): string {
@@ -29,7 +30,7 @@ export function statusText(
     'REASON',
     'SINCE',
     'LAST SYNC',
-    ...(options.wide ? ['MATCHED VERSIONS', 'MESSAGE'] : []),
+    ...(options.wide ? ['AGENT', 'MATCHED VERSIONS', 'MESSAGE'] : []),
   ];
   const rows = pods.map((p) => [
     ...(options.allNamespaces ? [p.namespace] : []),
@@ -39,7 +40,7 @@ export function statusText(
     p.reason || '-',
     p.driftedSince === undefined ? '-' : age(now - p.driftedSince),
     p.lastSync === undefined ? '-' : `${age(now - p.lastSync)} ago`,
-    ...(options.wide ? [p.matchedVersions || '-', p.message || '-'] : []),
+    ...(options.wide ? [p.agent, p.matchedVersions || '-', p.message || '-'] : []),
   ]);
   const lines = workloads.map((w) => workloadLine(w, now, options.allNamespaces));
   return `${table([header, ...rows])}\n\n${lines.join('\n')}\n`;

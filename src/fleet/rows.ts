@@ -4,7 +4,8 @@
 //
 // Steps:
 //  (1) a Pod runs the agent when it has the agent's container (native sidecar or not), its
-//      condition, or its last-config-sync annotation;
+//      condition, or its last-config-sync annotation, or it is annotated for the node agent
+//      (config-sync.io/node-agent: enabled); without a sidecar, the node agent serves it;
 //  (2) its state: the condition True is InSync (or Propagating, within kubelet's window), False
 //      is Drifted with the agent's reason, absent is NoStatus (the agent has not reported yet);
 //  (3) its workload, named from the owner reference without reading it: a ReplicaSet's name
@@ -32,6 +33,8 @@ export interface PodRow {
   readonly lastSync?: number;
   /** `ConfigMap/web-config@123,...`: the versions that match was made on. */
   readonly matchedVersions: string;
+  /** Which agent checks it: its own sidecar, or the node agent (config-sync node). */
+  readonly agent: 'sidecar' | 'node';
 }
 
 export interface WorkloadRow {
@@ -49,12 +52,23 @@ export interface WorkloadRow {
 
 /** (1) */
 export function runsAgent(pod: V1Pod, agentContainer: string): boolean {
-  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
   return (
-    containers.some((c) => c.name === agentContainer) ||
+    hasSidecar(pod, agentContainer) ||
     (pod.status?.conditions ?? []).some((c) => c.type === CONDITION_TYPE) ||
-    pod.metadata?.annotations?.[ANNOTATION.lastConfigSync] !== undefined
+    pod.metadata?.annotations?.[ANNOTATION.lastConfigSync] !== undefined ||
+    pod.metadata?.annotations?.[ANNOTATION.nodeAgent] === 'enabled'
   );
+}
+
+function hasSidecar(pod: V1Pod, agentContainer: string): boolean {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some(
+    (c) => c.name === agentContainer,
+  );
+}
+
+/** Which agent checks the Pod: its own sidecar, else the node agent (the only other writer of its status). */
+export function servedBy(pod: V1Pod, agentContainer: string): 'sidecar' | 'node' {
+  return hasSidecar(pod, agentContainer) ? 'sidecar' : 'node';
 }
 
 /** (3) */
@@ -73,7 +87,7 @@ function time(value: string | Date | undefined): number | undefined {
 }
 
 /** (2) */
-export function podRow(pod: V1Pod): PodRow {
+export function podRow(pod: V1Pod, agentContainer = 'config-sync'): PodRow {
   const condition = (pod.status?.conditions ?? []).find((c) => c.type === CONDITION_TYPE);
   const annotations = pod.metadata?.annotations ?? {};
   const state: FleetState = !condition
@@ -95,6 +109,7 @@ export function podRow(pod: V1Pod): PodRow {
     ...(since === undefined ? {} : { driftedSince: since }),
     ...(lastSync === undefined ? {} : { lastSync }),
     matchedVersions: annotations[ANNOTATION.matchedVersions] ?? '',
+    agent: servedBy(pod, agentContainer),
   };
 }
 

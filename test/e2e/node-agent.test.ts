@@ -3,9 +3,10 @@
 // each with a ConfigMap volume, a subPath file of it, a Secret volume and a Secret in env, all
 // reach InSync written by the one node agent; a subPath change restarts each workload exactly
 // once; a Secret behind an env var is EnvStale and restarts its workload once; a Pod not opted
-// in is never read; Pods with a config-sync sidecar are left to it; and the node agent's own
-// token may not patch a Pod bound to another node.
+// in is never read; Pods with a config-sync sidecar are left to it; the node agent runs as root
+// with no capability at all; and its own token may not patch a Pod bound to another node.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
 import { SECRET_VALUE, sample } from '../cluster/app.ts';
@@ -66,6 +67,25 @@ function apply(objects: readonly unknown[], namespace?: string): void {
     { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' },
   );
   if (res.status !== 0) throw new Error(`kubectl apply: ${res.stderr}`);
+}
+
+/** The effective capabilities (CapEff) of each process of a Pod's container, read from the node. */
+function capabilitiesOf(pod: V1Pod, container: string): string[] {
+  const id = pod.status?.containerStatuses
+    ?.find((s) => s.name === container)
+    ?.containerID?.replace(/^containerd:\/\//, '');
+  if (!id) throw new Error(`container ${container} has no ID`);
+  const caps = new Set<string>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${entry}/cgroup`, 'utf8').includes(id)) continue;
+      caps.add(/^CapEff:\s+(\S+)$/m.exec(fs.readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1] ?? '?');
+    } catch {
+      // gone
+    }
+  }
+  return [...caps];
 }
 
 async function nodeAgentPod(admin: KubeConfig): Promise<V1Pod> {
@@ -228,6 +248,9 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
     expect(sample(metrics, 'config_sync_node_source_watches')).toBe(6);
     expect(sample(metrics, 'config_sync_in_sync')).toBe(1);
     expect(log.some((l) => l.level === 'error')).toBe(false);
+    // It read every Pod's 0400 Secret volume as root with no capability at all: its process's
+    // effective capabilities, read on the node, are none.
+    expect(capabilitiesOf(state.agent, 'node')).toEqual(['0000000000000000']);
   });
 
   it('leaves Pods with a config-sync sidecar to it, and never reads a Pod not opted in', async () => {

@@ -20,7 +20,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { ApiProxy } from '../cluster/api-proxy.ts';
-import { AgentProcess, root } from '../cluster/app.ts';
+import { AgentProcess, bin, root } from '../cluster/app.ts';
 import { createServiceAccountIdentity } from '../cluster/identities.ts';
 import { layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
 import { bindPod, createSimNode, layKubeletDirs, markRunning, podsOf } from '../cluster/node-sim.ts';
@@ -334,6 +334,28 @@ describe('the node agent on a node of its own', () => {
       1,
     );
     expect(agent.output()).not.toContain(SECRET_VALUE);
+  });
+
+  it('doctor and status, from a laptop, say which Pods the node agent checks', async () => {
+    const web = [...pods.keys()].find((k) => k.includes('/web-'))?.split('/')[1] ?? '';
+    const run = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        [bin, ...args, '--kubeconfig', controlPlane().adminKubeconfig, '-n', served.name],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '', HOME: tempDir('node-doctor-') },
+        },
+      );
+    const doctor = run('doctor', '--pod', web, '-o', 'json');
+    const notes = (JSON.parse(doctor.stdout) as { notes: string[] }).notes;
+    expect(notes.find((n) => n.startsWith(`Pod ${web}:`))).toMatch(
+      /the node agent \(config-sync node\) on its node checks it, since its namespace is labelled config-sync\.io\/node-agent=enabled/,
+    );
+    const status = run('status', '-o', 'wide');
+    const row = status.stdout.split('\n').find((l) => l.startsWith(web));
+    expect(row).toMatch(/\bnode\b/);
+    expect(status.stdout.split('\n').find((l) => l.startsWith('with-sidecar'))).toMatch(/\bsidecar\b/);
   });
 
   it("its token may patch nothing but the InSync condition and config-sync.io/ annotations of its own node's Pods, and restarts", async () => {

@@ -44,6 +44,22 @@ function pod(
   };
 }
 
+describe('Pods the node agent checks', () => {
+  it('are listed with no sidecar: with its condition, or annotated for it before it wrote one', () => {
+    const served = pod('web-1', { status: 'True', reason: 'InSync' });
+    served.spec = { containers: [{ name: 'app' }] };
+    expect(runsAgent(served, 'config-sync')).toBe(true);
+    expect(podRow(served).agent).toBe('node');
+    const waiting = pod('web-2', undefined, { annotations: { 'config-sync.io/node-agent': 'enabled' } });
+    waiting.spec = { containers: [{ name: 'app' }] };
+    expect(runsAgent(waiting, 'config-sync')).toBe(true);
+    expect(podRow(waiting)).toMatchObject({ state: 'NoStatus', agent: 'node' });
+    const neither = pod('web-3', undefined, { annotations: {} });
+    neither.spec = { containers: [{ name: 'app' }] };
+    expect(runsAgent(neither, 'config-sync')).toBe(false);
+  });
+});
+
 describe('which Pods run the agent', () => {
   it('its container, its condition or its annotation; not a Pod with none', () => {
     expect(runsAgent(pod('a'), 'config-sync')).toBe(true);
@@ -150,12 +166,12 @@ describe('one line per workload', () => {
     ]);
   });
 
-  it('the table: a column per field, aligned; wide adds the versions and the message', () => {
+  it('the table: a column per field, aligned; wide adds the agent, the versions and the message', () => {
     const rows = [podRow(pod('web-1', { status: 'False', reason: 'EnvStale', since: 60 }))];
     const text = statusText(rows, workloadRows(rows), NOW, { allNamespaces: false, wide: true });
     expect(text.split('\n').slice(0, 2)).toEqual([
-      'POD    WORKLOAD        STATE    REASON    SINCE  LAST SYNC  MATCHED VERSIONS         MESSAGE',
-      'web-1  Deployment/web  Drifted  EnvStale  60s    90s ago    ConfigMap/web-config@41  app:/etc/app: EnvStale',
+      'POD    WORKLOAD        STATE    REASON    SINCE  LAST SYNC  AGENT    MATCHED VERSIONS         MESSAGE',
+      'web-1  Deployment/web  Drifted  EnvStale  60s    90s ago    sidecar  ConfigMap/web-config@41  app:/etc/app: EnvStale',
     ]);
     expect(text).toContain('web: 1/1 drifted (EnvStale) since 60s');
   });

@@ -12,7 +12,7 @@ import { podKey } from '../../src/agent/digest-key.ts';
 import { NodeVerdicts } from '../../src/agent/node-pod-metrics.ts';
 import { nodeConfig, nodeSettings } from '../../src/config/node-config.ts';
 import { resolveSettings } from '../../src/config/settings.ts';
-import { kubeletVolumePath, nodeAgentServes } from '../../src/discover/node-pods.ts';
+import { kubeletVolumePath, nodeAgentServes, whoServes } from '../../src/discover/node-pods.ts';
 import { discoverTargets, type VolumeTarget } from '../../src/discover/targets.ts';
 import type { ConfigSyncError } from '../../src/errors.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
@@ -78,6 +78,26 @@ describe('which Pods the node agent serves', () => {
       initContainers: [{ name: 'config-sync', restartPolicy: 'Always' }],
     };
     expect(nodeAgentServes(pod, undefined).serve).toBe(false);
+  });
+});
+
+describe('who checks a Pod, as doctor says it', () => {
+  it('its sidecar; else the node agent, naming why; else nobody, with how to opt in', () => {
+    expect(whoServes(running(ENABLED, ['app', 'config-sync']), undefined)).toBe(
+      'its config-sync sidecar checks it',
+    );
+    // doctor may run before the Pod runs: the phase is not what it judges.
+    const pending = { ...running(), status: { phase: 'Pending' } };
+    expect(whoServes(pending, ENABLED)).toMatch(
+      /the node agent .* checks it, since its namespace is labelled/,
+    );
+    expect(whoServes(running(), {})).toMatch(
+      /not opted in to the node agent: nothing checks its configuration; .*config-sync\.io\/node-agent: enabled/,
+    );
+    expect(whoServes(running(), undefined)).toMatch(/its namespace could not be read/);
+    expect(whoServes(running({ 'config-sync.io/node-agent': 'on' }), undefined)).toMatch(
+      /"on", neither enabled nor disabled; set it/,
+    );
   });
 });
 

@@ -67,7 +67,7 @@ export const statusCommand: Command = {
       selector ? { labelSelector: selector } : undefined,
     );
     const agent = defaulted(settings, 'self-container').value;
-    const pods = list.items.filter((p) => runsAgent(p, agent)).map(podRow);
+    const pods = list.items.filter((p) => runsAgent(p, agent)).map((p) => podRow(p, agent));
     const workloads = workloadRows(pods);
     const now = Date.now();
     io.stdout.write(
