@@ -153,7 +153,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   // Unknown for this pass. The owning workload and the Pod are read at the same time: if the
   // drift stands, the plan needs both, and reading them after the confirmation was one more
   // round trip before the restart.
-  async function confirmView(pass: PassResult, now: number) {
+  // `seen`: the states the pass used. A view shared with other Pods (the node agent's) may be
+  // corrected by another Pod's confirmation first, and this one then corrects nothing: so decide
+  // again whenever a state used was replaced since (a false restart on the stale pass, before).
+  async function confirmView(pass: PassResult, now: number, seen: readonly unknown[]) {
     const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
     if (drifted.size === 0) return { pass };
     const driftedTargets = rt.targets.filter((t) => drifted.has(targetId(t)));
@@ -166,7 +169,8 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         ? pod.then((p) => starts.refresh(p))
         : false,
     ]);
-    if (!corrected && !restarted && unconfirmed.size === 0) return { pass, owner, pod };
+    const replaced = rt.sources.some((ref, i) => lookup(ref) !== seen[i]);
+    if (!corrected && !replaced && !restarted && unconfirmed.size === 0) return { pass, owner, pod };
     return {
       pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now),
       owner,
@@ -179,10 +183,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const now = clock();
     // (1) The duration metric is the local pass (read, hash, decide), not the API's answer time.
     const t0 = performance.now();
+    const seen = rt.sources.map(lookup);
     const first = runPass(lookup, now);
     reload?.see(now);
     metrics.duration.observe((performance.now() - t0) / 1000);
-    const { pass, owner, pod, unconfirmed } = await confirmView(first, now);
+    const { pass, owner, pod, unconfirmed } = await confirmView(first, now, seen);
     memory = pass.memory;
     const drifted = pass.verdicts.filter(isDrift);
     const allInSync = pass.verdicts.every((v) => v.state === 'InSync');

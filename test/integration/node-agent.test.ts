@@ -8,33 +8,26 @@
 // test/e2e/node-agent.test.ts.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
   type KubeConfig,
-  RbacAuthorizationV1Api,
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { ApiProxy } from '../cluster/api-proxy.ts';
-import { AgentProcess, bin, root } from '../cluster/app.ts';
-import { createServiceAccountIdentity } from '../cluster/identities.ts';
-import { layInClusterDir, podEnv } from '../cluster/in-cluster.ts';
-import { bindPod, createSimNode, layKubeletDirs, markRunning, podsOf } from '../cluster/node-sim.ts';
+import type { AgentProcess } from '../cluster/app.ts';
+import { bin } from '../cluster/app.ts';
+import { createSimNode, podsOf } from '../cluster/node-sim.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, rejection, useNamespace } from './support.ts';
 import { SECRET_VALUE, sample, templateAnnotations } from './support-app.ts';
+import { type SimNodeAgent, simNodeAgent } from './support-node.ts';
 
 const served = useNamespace('node-served');
 const unlabelled = useNamespace('node-unlabelled');
-const suffix = Math.random().toString(36).slice(2, 7);
-const NODE = `sim-node-${suffix}`;
-const OTHER_NODE = `sim-other-${suffix}`;
-const AGENT_NS = 'config-sync';
+const OTHER_NODE = `sim-other-${Math.random().toString(36).slice(2, 7)}`;
 
 /** web: 3 replicas, a ConfigMap volume, a subPath file of it, a Secret in env; no sidecar. */
 function web(): V1Deployment {
@@ -101,41 +94,12 @@ function lonePod(
   };
 }
 
-/** The shipped manifests of deploy/node, by kind and name. */
-function shipped(kind: string, name: string): Record<string, unknown> {
-  const dir = path.join(root, 'deploy/node');
-  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.yaml'))) {
-    for (const doc of parseAllDocuments(fs.readFileSync(path.join(dir, file), 'utf8'))) {
-      const o = doc.toJS() as { kind?: string; metadata?: { name?: string } };
-      if (o?.kind === kind && o.metadata?.name === name) return o as Record<string, unknown>;
-    }
-  }
-  throw new Error(`deploy/node has no ${kind} ${name}`);
-}
-
-function kubectlApply(objects: unknown[]): void {
-  const res = spawnSync(
-    controlPlane().kubectl,
-    ['--kubeconfig', controlPlane().adminKubeconfig, 'apply', '--server-side', '-f', '-'],
-    { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' },
-  );
-  if (res.status !== 0) throw new Error(`kubectl apply: ${res.stderr}`);
-}
-
-let kubeletRoot: string;
-let proxy: ApiProxy;
+let sim: SimNodeAgent;
 let agent: AgentProcess;
-let agentToken: string;
 const pods = new Map<string, V1Pod>();
 
-async function place(admin: KubeConfig, namespace: string, pod: V1Pod, node = NODE): Promise<V1Pod> {
-  const name = pod.metadata?.name ?? '';
-  await bindPod(admin, namespace, name, node);
-  const bound = await admin.makeApiClient(CoreV1Api).readNamespacedPod({ name, namespace });
-  // Its containers started now, after its ConfigMaps and Secret were made: what they got at
-  // their start is the objects' one version (an env target's start decides what it holds).
-  markRunning(controlPlane(), namespace, bound, new Date());
-  await layKubeletDirs(admin, kubeletRoot, bound);
+async function place(namespace: string, name: string, node?: string): Promise<V1Pod> {
+  const bound = await sim.place(namespace, name, node);
   pods.set(`${namespace}/${name}`, bound);
   return bound;
 }
@@ -143,56 +107,8 @@ async function place(admin: KubeConfig, namespace: string, pod: V1Pod, node = NO
 beforeAll(async () => {
   const admin = served.admin;
   const core = admin.makeApiClient(CoreV1Api);
-  kubeletRoot = tempDir('node-kubelet-');
-  await createSimNode(admin, NODE);
+  sim = await simNodeAgent(admin, [served.name, unlabelled.name], 'served');
   await createSimNode(admin, OTHER_NODE);
-
-  // The node agent's identity, as deploy/node ships it: its namespace, ServiceAccount,
-  // ClusterRoles (the namespaces one naming this file's two namespaces) and policies, and a
-  // RoleBinding in each namespace it serves.
-  await core.createNamespace({ body: { metadata: { name: AGENT_NS } } }).catch(() => {});
-  const namespacesRole = shipped('ClusterRole', 'config-sync-node-namespaces') as {
-    rules: { resourceNames: string[] }[];
-  };
-  for (const rule of namespacesRole.rules) rule.resourceNames = [served.name, unlabelled.name];
-  kubectlApply([
-    shipped('ServiceAccount', 'config-sync-node'),
-    shipped('ClusterRole', 'config-sync-node'),
-    namespacesRole,
-    shipped('ClusterRoleBinding', 'config-sync-node-namespaces'),
-    shipped('ValidatingAdmissionPolicy', 'config-sync-node-pods'),
-    shipped('ValidatingAdmissionPolicyBinding', 'config-sync-node-pods'),
-    shipped('ValidatingAdmissionPolicy', 'config-sync-node-restart-only'),
-    shipped('ValidatingAdmissionPolicyBinding', 'config-sync-node-restart-only'),
-  ]);
-  const binding = shipped('RoleBinding', 'config-sync-node') as { metadata: { namespace: string } };
-  for (const ns of [served.name, unlabelled.name])
-    await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-      namespace: ns,
-      body: { ...binding, metadata: { ...binding.metadata, namespace: ns } } as never,
-    });
-  // Its token, bound to a Pod of the DaemonSet's on NODE: the API server puts NODE in its requests'
-  // userInfo.extra (authentication.kubernetes.io/node-name), which node-pod-policy.yaml checks.
-  await core.createNamespacedPod({
-    namespace: AGENT_NS,
-    body: {
-      metadata: { name: `config-sync-node-${suffix}` },
-      spec: {
-        nodeName: NODE,
-        serviceAccountName: 'config-sync-node',
-        automountServiceAccountToken: false,
-        containers: [{ name: 'node', image: 'config-sync.invalid/agent:never-pulled' }],
-      },
-    },
-  });
-  const pod = await core.readNamespacedPod({ name: `config-sync-node-${suffix}`, namespace: AGENT_NS });
-  const id = await createServiceAccountIdentity(admin, {
-    namespace: AGENT_NS,
-    name: 'config-sync-node',
-    existingServiceAccount: true,
-    bindToPod: { name: `config-sync-node-${suffix}`, uid: pod.metadata?.uid ?? '' },
-  });
-  agentToken = id.token;
 
   // The served namespace is opted in by its label; the other is not.
   await core.patchNamespace({
@@ -216,46 +132,35 @@ beforeAll(async () => {
     body: { metadata: { name: 'web-secrets' }, stringData: { password: SECRET_VALUE } },
   });
   await admin.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: served.name, body: web() });
-  for (const pod of await podsOf(admin, served.name, 'web', 3)) await place(admin, served.name, pod);
+  for (const pod of await podsOf(admin, served.name, 'web', 3))
+    await place(served.name, pod.metadata?.name ?? '');
   for (const [ns, pod, node] of [
-    [served.name, lonePod('other', 'other-config', { 'config-sync.io/node-agent': 'disabled' }), NODE],
-    [served.name, lonePod('with-sidecar', 'sidecar-config', {}, true), NODE],
+    [served.name, lonePod('other', 'other-config', { 'config-sync.io/node-agent': 'disabled' }), undefined],
+    [served.name, lonePod('with-sidecar', 'sidecar-config', {}, true), undefined],
     [served.name, lonePod('elsewhere', 'elsewhere-config'), OTHER_NODE],
-    [unlabelled.name, lonePod('plain', 'plain-config'), NODE],
+    [unlabelled.name, lonePod('plain', 'plain-config'), undefined],
     [
       unlabelled.name,
       lonePod('annotated', 'annotated-config', { 'config-sync.io/node-agent': 'enabled' }),
-      NODE,
+      undefined,
     ],
   ] as const) {
     await core.createNamespacedPod({ namespace: ns, body: pod });
-    await place(admin, ns, pod, node);
+    await place(ns, pod.metadata?.name ?? '', node);
   }
 
   // The node agent, through the proxy.
-  proxy = await ApiProxy.start(controlPlane());
-  const layout = layInClusterDir(tempDir('node-agent-'), controlPlane(), {
-    token: agentToken,
-    namespace: AGENT_NS,
-  });
-  const env = {
-    ...podEnv(layout, AGENT_NS, `config-sync-node-${suffix}`),
-    ...proxy.env,
-    NODE_NAME: NODE,
-    CONFIG_SYNC_NAMESPACES: `${served.name},${unlabelled.name}`,
-    CONFIG_SYNC_KUBELET_ROOT: kubeletRoot,
-    CONFIG_SYNC_STATE_DIR: tempDir('node-state-'),
-  };
-  agent = AgentProcess.startCommand('node', env, ['--debounce', '1s', '--log-level', 'debug']);
+  agent = sim.start(['--debounce', '1s', '--log-level', 'debug']);
 }, 120_000);
 
 afterAll(async () => {
   if (process.env.NODE_AGENT_LOG) fs.writeFileSync(process.env.NODE_AGENT_LOG, agent?.output() ?? '');
   if (agent) expect(await agent.stop()).toBe(0);
-  await proxy?.stop();
-  const core = served.admin.makeApiClient(CoreV1Api);
-  for (const node of [NODE, OTHER_NODE]) await core.deleteNode({ name: node }).catch(() => {});
-  await core.deleteNamespacedPod({ name: `config-sync-node-${suffix}`, namespace: AGENT_NS }).catch(() => {});
+  await sim?.remove();
+  await served.admin
+    .makeApiClient(CoreV1Api)
+    .deleteNode({ name: OTHER_NODE })
+    .catch(() => {});
 });
 
 async function inSyncCondition(admin: KubeConfig, namespace: string, name: string) {
@@ -285,7 +190,7 @@ describe('the node agent on a node of its own', () => {
   it('holds one watch per distinct object, and never reads what no served Pod reads', async () => {
     // Three web Pods read web-config and web-secrets; the annotated Pod reads annotated-config.
     expect(sample(await agent.metrics(), 'config_sync_node_source_watches')).toBe(3);
-    const watched = proxy.requests.filter(
+    const watched = sim.proxy.requests.filter(
       (r) => r.verb === 'watch' && /\/(configmaps|secrets)\?/.test(r.path),
     );
     const names = new Set(
@@ -293,7 +198,7 @@ describe('the node agent on a node of its own', () => {
     );
     expect([...names].sort()).toEqual(['annotated-config', 'web-config', 'web-secrets']);
     for (const never of ['other-config', 'sidecar-config', 'elsewhere-config', 'plain-config'])
-      expect(proxy.requests.filter((r) => decodeURIComponent(r.path).includes(never))).toEqual([]);
+      expect(sim.proxy.requests.filter((r) => decodeURIComponent(r.path).includes(never))).toEqual([]);
     // Each Pod not served is told why, once.
     const notServed = agent.lines.filter((l) => l.msg === 'not serving the Pod');
     expect(notServed.find((l) => l.pod === 'other')?.why).toMatch(/disabled/);
@@ -360,7 +265,7 @@ describe('the node agent on a node of its own', () => {
 
   it("its token may patch nothing but the InSync condition and config-sync.io/ annotations of its own node's Pods, and restarts", async () => {
     const { tokenKubeConfig } = await import('../cluster/identities.ts');
-    const kc = tokenKubeConfig(controlPlane(), agentToken);
+    const kc = tokenKubeConfig(controlPlane(), sim.token);
     const core = kc.makeApiClient(CoreV1Api);
     const apps = kc.makeApiClient(AppsV1Api);
     const webPod = [...pods.entries()].find(([k]) => k.includes('/web-'))?.[1];
