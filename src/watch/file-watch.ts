@@ -131,11 +131,18 @@ function changesNothingRead(
   // Any other `rename` is an entry made, removed or renamed, `..data`'s swap among them: news,
   // with no system call before the wake.
   if (event === 'rename' && name !== self.name) return false;
-  const st = fs.lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
-  if (st) return event === 'change' && st.isSymbolicLink();
-  if (name !== self.name) return false;
-  const now = fs.statSync(dir, { throwIfNoEntry: false });
-  return now !== undefined && now.ino === self.ino && now.dev === self.dev;
+  try {
+    const st = fs.lstatSync(`${dir}/${name}`, { throwIfNoEntry: false });
+    if (st) return event === 'change' && st.isSymbolicLink();
+    if (name !== self.name) return false;
+    const now = fs.statSync(dir, { throwIfNoEntry: false });
+    return now !== undefined && now.ino === self.ino && now.dev === self.dev;
+  } catch {
+    // The directory can no longer be searched (its mode changed to keep the agent out, a chmod
+    // 000): news. Thrown here, in the watch's callback, the error ended the process; the pass it
+    // wakes reports the volume unreadable, with the reason, and the agent goes on.
+    return false;
+  }
 }
 
 /** The watched directory as its own events name it (libuv: its base name), and its inode. */

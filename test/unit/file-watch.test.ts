@@ -726,4 +726,70 @@ describe.skipIf(process.getuid?.() !== 0)('watchFiles as another user than kubel
       child.kill();
     }
   });
+
+  // Reported in a round of faults: the sidecar (UID 65532) died with an uncaught EACCES when its
+  // volume directory was made unreadable (chmod 000). The event of that chmod must wake the
+  // loop, whose read says the volume is unreadable and why, and the watch must go on.
+  it('a volume directory made unreadable: the change is told, the read says EACCES, nothing dies', async () => {
+    fs.chmodSync(dir, 0o755);
+    const volume = path.join(dir, 'locked');
+    fs.mkdirSync(volume, { mode: 0o755 });
+    const paths = Object.keys(keys(3, 'one'));
+    atomicWrite(volume, configMapPayload({ data: keys(3, 'one') }));
+    const here = (file: string) => JSON.stringify(fileURLToPath(new URL(file, import.meta.url)));
+    const script = [
+      'import { createInterface } from "node:readline";',
+      `const { watchFiles } = await import(${here('../../src/watch/file-watch.ts')});`,
+      `const { readVolume } = await import(${here('../../src/read/volume.ts')});`,
+      `const volume = ${JSON.stringify(volume)}, paths = ${JSON.stringify(paths)};`,
+      'const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");',
+      'let changes = 0;',
+      'void watchFiles({ paths: [volume], intervalMs: 3600000, onChange: () => { changes += 1; },',
+      '  onPollingOnly: (e) => say({ refused: e.code }), onReady: () => say({ ready: true }) },',
+      '  new AbortController().signal);',
+      'createInterface({ input: process.stdin }).on("line", () => {',
+      '  const r = readVolume(volume, paths, false);',
+      '  say({ alive: true, changes, error: r.error ?? null, key1: r.files.get("key-1") ?? null });',
+      '});',
+    ].join('\n');
+    const child = spawn(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    const output = childOutput<Record<string, unknown>>(child);
+    const said = (what: string, test: (line: Record<string, unknown>) => boolean) =>
+      output.said(what, (all) => all.findLast(test));
+    try {
+      await said('the child ready', (l) => l.ready === true);
+      fs.chmodSync(volume, 0o000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.stdin.write('read\n');
+      const locked = await said('the read of the locked volume', (l) => l.alive === true);
+      expect(locked.changes).toBeGreaterThan(0);
+      expect(String(locked.error)).toMatch(/EACCES/);
+      fs.chmodSync(volume, 0o755);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.stdin.write('read\n');
+      await waitFor(() => (output.lines.filter((l) => l.alive === true).length === 2 ? true : undefined), {
+        what: 'the second read',
+      });
+      expect(output.lines.filter((l) => l.alive === true).at(-1)).toMatchObject({
+        error: null,
+        key1: expect.anything(),
+      });
+      expect(child.exitCode).toBeNull();
+    } finally {
+      fs.chmodSync(volume, 0o755);
+      child.kill();
+    }
+  });
 });
