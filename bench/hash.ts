@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { verifyPass } from '../src/agent/pass.ts';
 import type { VolumeTarget } from '../src/discover/targets.ts';
-import { readVolume } from '../src/read/volume.ts';
+import { hashFile, readVolume } from '../src/read/volume.ts';
 import { keyedFingerprint } from '../src/verify/fingerprint.ts';
 import { snapshotConfigMap } from '../src/verify/source.ts';
 import { atomicWrite, configMapPayload } from '../test/cluster/kubelet-volume.ts';
@@ -31,7 +31,8 @@ export function throughput(): void {
   const theirs: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     const t0 = performance.now();
-    readVolume(big, [''], true);
+    // The reader's own hashing, without the size bound a volume's key has (MAX_VALUE_BYTES).
+    hashFile(big, Number.POSITIVE_INFINITY);
     ours.push(performance.now() - t0);
     theirs.push(timeOpenssl([big]));
   }

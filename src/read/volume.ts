@@ -23,14 +23,28 @@ const CHUNK = Buffer.allocUnsafe(1024 * 1024);
  * a link to /dev/zero never ends. O_NONBLOCK makes the open of a FIFO return at once (it does
  * nothing to a regular file); fstat of the open descriptor then says what it really is.
  */
-export function hashFile(file: string): HashedFile {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+export function hashFile(file: string, maxBytes = MAX_VALUE_BYTES): HashedFile {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (error) {
+    // A socket cannot be opened at all (ENXIO): say what it is, as for a FIFO or a device.
+    const st = (error as NodeJS.ErrnoException).code === 'ENXIO' ? statOrUndefined(file) : undefined;
+    if (st) throw notRegular(file, st);
+    throw error;
+  }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) {
-      throw Object.assign(new Error(`${file} is not a regular file (${fileType(st)}); not read`), {
-        code: 'ENOTREGULAR',
-      });
+    if (!st.isFile()) throw notRegular(file, st);
+    // A value no ConfigMap or Secret can have: not read, since hashing it would hold the agent's
+    // one thread (a 20 GiB sparse file kept /healthz from answering and SIGTERM from acting).
+    if (st.size > maxBytes) {
+      throw Object.assign(
+        new Error(
+          `${file} is ${st.size} bytes, more than any ConfigMap or Secret value can be (the API server takes objects of at most 1.5 MiB); not read`,
+        ),
+        { code: 'ETOOLARGE' },
+      );
     }
     let size = 0;
     if (st.size <= CHUNK.length) {
@@ -57,6 +71,26 @@ export function hashFile(file: string): HashedFile {
     return { digest: { sha256: streamed.digest('hex'), size }, identity: identityOf(st) };
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/**
+ * The largest file the reader hashes: well above what any ConfigMap or Secret value can be (the
+ * API server refuses objects over 1.5 MiB in all), and still hashed in about 10 ms.
+ */
+export const MAX_VALUE_BYTES = 16 * 1024 * 1024;
+
+function notRegular(file: string, st: fs.Stats): Error {
+  return Object.assign(new Error(`${file} is not a regular file (${fileType(st)}); not read`), {
+    code: 'ENOTREGULAR',
+  });
+}
+
+function statOrUndefined(file: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(file);
+  } catch {
+    return undefined;
   }
 }
 
@@ -325,7 +359,12 @@ function readVolumeWith(
     return { files, extras };
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
-    const why = e.code === 'ENOTREGULAR' ? e.message : `cannot read ${dir}: ${e.code ?? e.message}`;
+    // The file itself where the error names it (a key the agent may not read: EACCES), else the
+    // volume directory.
+    const why =
+      e.code === 'ENOTREGULAR' || e.code === 'ETOOLARGE'
+        ? e.message
+        : `cannot read ${e.path ?? dir}: ${e.code ?? e.message}`;
     return { files: new Map(), extras: [], error: why };
   }
 }

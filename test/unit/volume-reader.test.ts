@@ -1,6 +1,7 @@
 // The agent's reader hashes a file again only when it changed: these tests hold it to reading
 // every change (a kubelet update, a file tampered with in place, a key removed) and to reading
 // nothing that did not change. Real files; the only thing watched is how often a file is opened.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -212,5 +213,62 @@ describe('readVolume digests', () => {
       const sha256 = createHash('sha256').update(value).digest('hex');
       expect(files.get(key), key).toEqual({ sha256, size: value.length });
     }
+  });
+});
+
+// Reported in a round of faults: a 20 GiB sparse file as a key held the agent's one thread while
+// it was hashed (/healthz timed out, SIGTERM waited); a socket as a key was told as the volume's
+// ENXIO; a key the agent may not read named its directory, not itself.
+describe('readVolume refuses what no ConfigMap or Secret value can be, saying what and where', () => {
+  it('a file larger than any value: not read, at once, with its size', () => {
+    const volume = path.join(dir, 'big');
+    fs.mkdirSync(volume);
+    const fd = fs.openSync(path.join(volume, 'key'), 'w');
+    fs.ftruncateSync(fd, 20 * 1024 ** 3); // 20 GiB, sparse
+    fs.closeSync(fd);
+    const t0 = performance.now();
+    const result = readVolume(volume, ['key'], false);
+    expect(performance.now() - t0).toBeLessThan(1_000);
+    expect(result.error).toMatch(/key is 21474836480 bytes, more than any ConfigMap or Secret value can be/);
+    expect(result.error).toMatch(/not read$/);
+  });
+
+  it('a socket: named as one', async () => {
+    const net = await import('node:net');
+    const volume = path.join(dir, 'sock');
+    fs.mkdirSync(volume);
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(volume, 'key'), resolve));
+    try {
+      expect(readVolume(volume, ['key'], false).error).toBe(
+        `${path.join(volume, 'key')} is not a regular file (a socket); not read`,
+      );
+    } finally {
+      server.close();
+    }
+  });
+
+  // As another user than root, which the agent is in a Pod (UID 65532): root reads every file.
+  it.skipIf(process.getuid?.() !== 0)('a key it may not read: the key is named, not called missing', () => {
+    fs.chmodSync(dir, 0o755);
+    const volume = path.join(dir, 'locked');
+    fs.mkdirSync(volume, { mode: 0o755 });
+    fs.writeFileSync(path.join(volume, 'key'), 'x', { mode: 0o600 });
+    const reader = JSON.stringify(new URL('../../src/read/volume.ts', import.meta.url).pathname);
+    const script = `const { readVolume } = await import(${reader}); console.log(readVolume(${JSON.stringify(volume)}, ['key'], false).error);`;
+    const out = spawnSync(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        script,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(out.stdout.trim()).toBe(`cannot read ${path.join(volume, 'key')}: EACCES`);
   });
 });
