@@ -45,7 +45,10 @@ export function hasConfigSyncSidecar(pod: V1Pod): boolean {
  *      would each restart the workload for the same drift, and write the same condition);
  *  (2) not Running -> no, not yet (Pending: kubelet makes a subPath file when it creates the
  *      container, so a Pod whose containers were never created has nothing to read; a missing
- *      file there is no drift) or no more (Succeeded, Failed);
+ *      file there is no drift) or no more (Succeeded, Failed); being deleted -> no more: kubelet
+ *      tears its volumes down as its containers stop, and the files that vanish are no drift
+ *      (the sidecar, inside the Pod, keeps its own mounts to the end; its planner's
+ *      PodTerminating step is what keeps such a Pod from restarting its workload);
  *  (3) the Pod's annotation `config-sync.io/node-agent`: `disabled` -> no, `enabled` -> yes; the
  *      Pod's own say wins over its namespace's; any other value -> no, and the value is
  *      returned to be reported (never a silent default);
@@ -61,6 +64,7 @@ export function nodeAgentServes(
   // (2)
   const phase = pod.status?.phase;
   if (phase !== 'Running') return { serve: false, why: `it is ${phase ?? 'not yet started'}, not Running` };
+  if (pod.metadata?.deletionTimestamp) return { serve: false, why: 'it is being deleted' };
   // (3)
   const own = pod.metadata?.annotations?.[ANNOTATION.nodeAgent];
   if (own === 'disabled') return { serve: false, why: `its annotation ${ANNOTATION.nodeAgent} is disabled` };

@@ -4,13 +4,17 @@
 // reach InSync written by the one node agent; a subPath change restarts each workload exactly
 // once; a Secret behind an env var is EnvStale and restarts its workload once; a Pod not opted
 // in is never read; Pods with a config-sync sidecar are left to it; the node agent runs as root
-// with no capability at all; and its own token may not patch a Pod bound to another node.
+// with no capability at all; a frozen kubelet is drift healed with one restart of each workload; a
+// file tampered with on the node while kubelet cannot mend it is found and alerted on; and its
+// own token may not patch a Pod bound to another node.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
 import { SECRET_VALUE, sample } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace, tokenKubeConfig } from '../cluster/identities.ts';
+import { NODE_BASE } from '../cluster/node.ts';
 import { nodeAgentManifests } from '../cluster/node-agent-manifests.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { cluster, describeOnNode, inSyncCondition, kubectl, useExample, useNode } from './support.ts';
@@ -67,6 +71,25 @@ function apply(objects: readonly unknown[], namespace?: string): void {
     { input: objects.map((o) => JSON.stringify(o)).join('\n'), encoding: 'utf8' },
   );
   if (res.status !== 0) throw new Error(`kubectl apply: ${res.stderr}`);
+}
+
+/**
+ * The node agent's last log lines, read from the node's disk (kubelet, which serves `kubectl
+ * logs`, may be the one frozen), without the per-target lines of Pods in sync.
+ */
+function nodeAgentLogTail(n = 40): string {
+  const dir = path.join(NODE_BASE, 'pod-logs');
+  const lines: string[] = [];
+  for (const pod of fs.readdirSync(dir).filter((d) => d.startsWith('config-sync_'))) {
+    const container = path.join(dir, pod, 'node');
+    if (!fs.existsSync(container)) continue;
+    for (const f of fs.readdirSync(container))
+      lines.push(...fs.readFileSync(path.join(container, f), 'utf8').trimEnd().split('\n'));
+  }
+  const telling = lines.filter(
+    (l) => !/files match the API|"propagated"|serving the Pod|start baselines/.test(l),
+  );
+  return `the node agent's last lines:\n${telling.slice(-n).join('\n')}`;
 }
 
 /** The effective capabilities (CapEff) of each process of a Pod's container, read from the node. */
@@ -176,6 +199,10 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
     apply(
       nodeAgentManifests(cluster().plane, [state.ns, state.quiet, sidecars.name], {
         CONFIG_SYNC_DEBOUNCE: '2s',
+        // A stuck kubelet or a tampered file counts as drift 10 s after the change, not 90.
+        CONFIG_SYNC_GRACE: '10s',
+        // A file tampered with is found at the next --resync at the latest.
+        CONFIG_SYNC_RESYNC: '10s',
         // The Secret's restart of alpha follows the subPath one within seconds.
         CONFIG_SYNC_MIN_RESTART_INTERVAL: '1s',
       }),
@@ -319,6 +346,102 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
       expect(text).not.toContain(value);
       expect(text).not.toContain(Buffer.from(value).toString('base64'));
     }
+  });
+
+  it('kubelet frozen while the ConfigMap changes: ContentDrift past --grace, one restart of each workload, done once kubelet is back', async () => {
+    const before = Object.fromEntries(
+      await Promise.all(
+        WORKLOADS.map(async (w) => [w, (await restartHistory(state.admin, state.ns, w)).length] as const),
+      ),
+    );
+    const { node } = cluster();
+    node.freezeKubelet(true);
+    try {
+      await kubectl(
+        '-n',
+        state.ns,
+        'patch',
+        'configmap',
+        'app-config',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ data: { 'app.yaml': 'level: warn\n' } }),
+      );
+      for (const w of WORKLOADS)
+        await waitFor(
+          async () =>
+            (await restartHistory(state.admin, state.ns, w)).length > (before[w] ?? 0) ? true : undefined,
+          {
+            what: `the restart of ${w} with kubelet frozen`,
+            timeoutMs: 60_000,
+            intervalMs: 500,
+            onTimeout: () => nodeAgentLogTail(),
+          },
+        );
+    } finally {
+      node.freezeKubelet(false);
+    }
+    await allInSync(state.admin, state.ns);
+    for (const w of WORKLOADS)
+      expect(await restartHistory(state.admin, state.ns, w)).toHaveLength((before[w] ?? 0) + 1);
+    const log = await nodeAgentLog(state.agent);
+    expect(log.some((l) => l.reason === 'ContentDrift')).toBe(true);
+  });
+
+  // kubelet rewrites a tampered file itself at its next sync of the Pod (its AtomicWriter compares
+  // the payload with the files on disk), within a second here. The file stays wrong while kubelet
+  // does not run: kubelet is frozen before the file is changed. And charlie was restarted for the
+  // config it has now (the test above): a Pod of that restart that drifts again is what a
+  // restart did not heal, so the circuit opens and the node agent alerts rather than restart
+  // again for the same config (a tampered node is for a person to look at).
+  it('a file tampered with on the node while kubelet is frozen: ContentDrift at the next --resync, an alert; kubelet mends it', async () => {
+    const pods = await allInSync(state.admin, state.ns);
+    const victim = pods.find((p) => p.metadata?.labels?.app === 'charlie') as V1Pod;
+    const name = victim.metadata?.name ?? '';
+    const before = (await restartHistory(state.admin, state.ns, 'charlie')).length;
+    const core = state.admin.makeApiClient(CoreV1Api);
+    const condition = async () =>
+      inSyncCondition(await core.readNamespacedPod({ name, namespace: state.ns }));
+    const { node } = cluster();
+    node.freezeKubelet(true);
+    try {
+      // The file behind the key's link, in kubelet's current payload directory, as someone with
+      // root on the node would change it.
+      const volume = path.join(
+        NODE_BASE,
+        'kubelet/pods',
+        victim.metadata?.uid ?? '',
+        'volumes/kubernetes.io~configmap/config',
+      );
+      fs.writeFileSync(path.join(volume, '..data', 'app.yaml'), 'level: tampered\n');
+      const out = await waitFor(
+        async () => ((await condition())?.status === 'False' ? await condition() : undefined),
+        {
+          what: 'the tampered Pod out of sync',
+          timeoutMs: 45_000,
+          intervalMs: 500,
+          onTimeout: () => nodeAgentLogTail(),
+        },
+      );
+      expect(out?.reason).toBe('ContentDrift');
+      expect(out?.message).toMatch(/app:\/etc\/app: .*app\.yaml content/);
+      // Its series names it while it is out of sync.
+      expect(await nodeAgentMetrics(state.agent)).toContain(
+        `config_sync_pod_out_of_sync{namespace="${state.ns}",pod="${name}"} 1`,
+      );
+    } finally {
+      node.freezeKubelet(false);
+    }
+    // kubelet, back, writes the file again: InSync, with no restart for it.
+    await waitFor(async () => ((await condition())?.status === 'True' ? true : undefined), {
+      what: 'kubelet to mend the file',
+      timeoutMs: 45_000,
+      intervalMs: 500,
+    });
+    const log = await nodeAgentLog(state.agent);
+    expect(log.some((l) => l.pod === name && l.alert === 'CircuitOpen')).toBe(true);
+    expect(await restartHistory(state.admin, state.ns, 'charlie')).toHaveLength(before);
   });
 
   it("its own token may not patch a Pod bound to another node, nor a workload's image", async () => {

@@ -3,6 +3,8 @@
 // delivers at once, must not be called drift, and a real drift must still be healed exactly once
 // when the node agent itself restarts in the middle of it. Two Pods of web on a node with no
 // kubelet (test/integration/support-node.ts), the node agent through the test's proxy.
+import fs from 'node:fs';
+import path from 'node:path';
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Deployment } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentProcess } from '../cluster/app.ts';
@@ -183,4 +185,23 @@ describe('the node agent under API faults', () => {
     const history = (await templateAnnotations(ns.admin, ns.name))['config-sync.io/restarts'] ?? '';
     expect(history.split(' ').filter(Boolean)).toHaveLength(1);
   }, 90_000);
+
+  it("a file tampered with in kubelet's directory: found by the next --resync, ContentDrift on that Pod", async () => {
+    const pods = await setUp(ns.admin, false, ['--grace', '2s', '--resync', '3s']);
+    const a = agent as AgentProcess;
+    const victim = pods[0];
+    const volume = path.join(
+      sim.kubeletRoot,
+      'pods',
+      victim?.metadata?.uid ?? '',
+      'volumes/kubernetes.io~configmap/config',
+    );
+    fs.writeFileSync(path.join(volume, '..data', 'app.yaml'), 'level: tampered\n');
+    await a.waitFor(
+      (l) => l.pod === victim?.metadata?.name && l.state === 'Drifted' && l.reason === 'ContentDrift',
+      'ContentDrift on the tampered Pod',
+      20_000,
+    );
+    expect(a.lines.some((l) => l.pod === pods[1]?.metadata?.name && l.state === 'Drifted')).toBe(false);
+  }, 60_000);
 });

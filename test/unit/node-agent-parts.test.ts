@@ -59,6 +59,13 @@ describe('which Pods the node agent serves', () => {
       false,
       /Succeeded/,
     ],
+    [
+      'a Pod being deleted: kubelet tears its volumes down',
+      { ...running(ENABLED), metadata: { ...running(ENABLED).metadata, deletionTimestamp: new Date() } },
+      ENABLED,
+      false,
+      /being deleted/,
+    ],
   ] as const)('%s', (_what, pod, labels, serve, why) => {
     const decision = nodeAgentServes(pod as V1Pod, labels);
     expect(decision.serve).toBe(serve);
