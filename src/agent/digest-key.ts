@@ -10,6 +10,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { FILE_LIMITS, readRegularFile } from '../kube/regular-file.ts';
 
 export const KEY_FILE = 'fingerprint.key';
 const KEY_BYTES = 32;
@@ -27,7 +28,7 @@ export function loadDigestKey(stateDir: string): DigestKey {
   for (let attempt = 0; attempt < 2; attempt++) {
     // (1)
     try {
-      const key = fs.readFileSync(file);
+      const key = readRegularFile(file, FILE_LIMITS.token);
       if (key.length === KEY_BYTES) return { key, persistent: true };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return ephemeral(`cannot read ${file}`, error);

@@ -1,10 +1,7 @@
-// Settings as the user gives them: each value resolved flag > environment > config file >
-// default, and kept with its origin so `doctor` (and the agent's start-up log) can say where
-// every setting came from. The commands' typed configurations (agent-config.ts) are made from these.
-import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { badFlag, ConfigSyncError } from '../errors.ts';
+import { FILE_LIMITS, readRegularFile } from '../kube/regular-file.ts';
 import type { Sourced } from '../kube/scope.ts';
 import { DEFAULT_SERVICE_ACCOUNT_DIR, type ScopeFlags } from '../kube/scope-facts.ts';
 
@@ -157,7 +154,7 @@ function loadConfigFile(
     });
   let raw: unknown;
   try {
-    raw = parseYaml(fs.readFileSync(file, 'utf8'));
+    raw = parseYaml(readRegularFile(file, FILE_LIMITS.config).toString('utf8'));
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     throw fail(e.code === 'ENOENT' ? 'no such file' : e.message, error);

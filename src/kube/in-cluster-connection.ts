@@ -10,22 +10,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigSyncError } from '../errors.ts';
+import { FILE_LIMITS, readRegularFile } from './regular-file.ts';
 import type { ConnectionSource } from './transport.ts';
 
 /** A file re-read whenever kubelet replaces it. */
 export class RotatingFile {
   private cached: { identity: string; content: string } | undefined;
   readonly file: string;
+  private readonly maxBytes: number;
 
-  constructor(file: string) {
+  constructor(file: string, maxBytes: number = FILE_LIMITS.pem) {
     this.file = file;
+    this.maxBytes = maxBytes;
   }
 
   read(): string {
     const st = fs.statSync(this.file);
     const identity = `${st.ino}:${st.mtimeMs}:${st.size}`;
     if (this.cached?.identity === identity) return this.cached.content;
-    const content = fs.readFileSync(this.file, 'utf8');
+    const content = readRegularFile(this.file, this.maxBytes).toString('utf8');
     this.cached = { identity, content };
     return content;
   }
@@ -47,7 +50,7 @@ export function bearerToken(file: RotatingFile, what: string, fix: string): stri
 
 export function inClusterConnection(server: string, serviceAccountDir: string): ConnectionSource {
   const url = new URL(server);
-  const token = new RotatingFile(path.join(serviceAccountDir, 'token'));
+  const token = new RotatingFile(path.join(serviceAccountDir, 'token'), FILE_LIMITS.token);
   const ca = new RotatingFile(path.join(serviceAccountDir, 'ca.crt'));
   return async () => {
     const bearer = bearerToken(

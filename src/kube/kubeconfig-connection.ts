@@ -1,16 +1,10 @@
-// The kubeconfig connection: client-node reads the kubeconfig files and runs the user's
-// authentication (token, client certificate, OIDC and the other auth providers) on every
-// request; an exec plugin and a tokenFile config-sync runs itself (exec-credential.ts,
-// kubeconfig-raw.ts), where client-node loses what an operator needs; the transport sends.
-// Loaded only when the scope is a kubeconfig (src/kube/client.ts imports this module lazily), so
-// the in-cluster agent never loads client-node's runtime.
-import fs from 'node:fs';
 import type https from 'node:https';
 import { type Cluster, KubeConfig } from '@kubernetes/client-node';
 import { ConfigSyncError } from '../errors.ts';
 import { type ExecCluster, type ExecConfig, execCredentialSource } from './exec-credential.ts';
 import { bearerToken, RotatingFile } from './in-cluster-connection.ts';
 import { execExtensionOf, tokenFileOf } from './kubeconfig-raw.ts';
+import { FILE_LIMITS, readRegularFile } from './regular-file.ts';
 import type { Connection, ConnectionSource } from './transport.ts';
 
 /** A KUBECONFIG list merged as kubectl merges it: the first file that defines a name wins. */
@@ -54,7 +48,7 @@ function execCluster(cluster: Cluster, files: readonly string[]): ExecCluster {
 
 function readCaFile(file: string, cluster: string): Buffer {
   try {
-    return fs.readFileSync(file);
+    return readRegularFile(file, FILE_LIMITS.pem);
   } catch (error) {
     throw new ConfigSyncError(
       'CS_SCOPE_KUBECONFIG_UNREADABLE',

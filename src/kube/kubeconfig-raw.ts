@@ -1,18 +1,6 @@
-// What client-node drops when it parses a kubeconfig, read from the raw files here:
-//  - a user's `tokenFile`: the key kubectl reads (client-go's AuthInfo.TokenFile), where
-//    client-node knows only a `token-file` spelling, so a user with nothing but a tokenFile
-//    looked like a user with no credentials. Resolved against the kubeconfig's directory, as
-//    kubectl resolves relative paths;
-//  - a cluster's exec extension (`extensions` entry `client.authentication.k8s.io/exec`): the
-//    per-cluster settings client-go hands an exec plugin that asks for the cluster
-//    (provideClusterInfo), as KUBERNETES_EXEC_INFO's spec.cluster.config, for example the
-//    audience of the token it should mint. client-node keeps no extensions at all.
-// A name is taken from the first file of a KUBECONFIG list that defines it, whole, as kubectl
-// merges them: a later file's entry of the same name is not consulted, even for a key the first
-// one lacks.
-import fs from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { FILE_LIMITS, readRegularFile } from './regular-file.ts';
 
 /** The extension name client-go reserves for an exec plugin's per-cluster settings. */
 export const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
@@ -50,7 +38,7 @@ export function parseRawKubeconfig(text: string): RawKubeconfig {
 function readRawKubeconfig(file: string): RawKubeconfig {
   let text = '';
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, FILE_LIMITS.config).toString('utf8');
   } catch {
     // client-node read it a moment ago; a file gone since has nothing to add
   }

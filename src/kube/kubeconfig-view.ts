@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { KubeConfig, type User } from '@kubernetes/client-node';
 import { tokenFiles } from './kubeconfig-raw.ts';
+import { assertRegularFile, FILE_LIMITS } from './regular-file.ts';
 import type { CredentialKind, KubeconfigView, LoadedKubeconfig } from './scope.ts';
 
 /**
@@ -24,6 +25,8 @@ export function loadKubeconfig(files: readonly string[], isList: boolean): Loade
     if (isList && !fs.existsSync(file)) continue;
     const kc = new KubeConfig();
     try {
+      // client-node reads it with readFileSync: a FIFO there would block the process.
+      assertRegularFile(file, FILE_LIMITS.config);
       kc.loadFromFile(file);
     } catch (error) {
       const reason =

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { definedOnly } from './defined-only.ts';
 import { PROXY_ENV_NAMES } from './proxy.ts';
+import { FILE_LIMITS, readRegularFile } from './regular-file.ts';
 import type { LoadedKubeconfig, ScopeFacts, Sourced } from './scope.ts';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -66,7 +67,7 @@ function tokenState(file: string): 'missing' | 'empty' | 'present' {
 
 function readIfExists(file: string): string | undefined {
   try {
-    return fs.readFileSync(file, 'utf8');
+    return readRegularFile(file, FILE_LIMITS.token).toString('utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;

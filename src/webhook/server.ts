@@ -1,14 +1,10 @@
-// The webhook's HTTPS server: POST /mutate (AdmissionReview v1), GET /healthz. The certificate
-// and key are read from files and reloaded when either changes (a renewed cert-manager Secret
-// is swapped by kubelet like any other volume), without a restart and without dropping
-// connections.
-import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { ConfigSyncError } from '../errors.ts';
 import type { SidecarOptions } from '../inject/sidecar.ts';
+import { FILE_LIMITS, readRegularFile } from '../kube/regular-file.ts';
 import { listenOn } from '../metrics/server.ts';
 import { statSignature } from '../watch/file-watch.ts';
 import { type AdmissionReview, type MutationResult, mutatePod } from './mutate.ts';
@@ -31,7 +27,10 @@ export interface WebhookOptions {
 function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
   let pair: { cert: Buffer; key: Buffer };
   try {
-    pair = { cert: fs.readFileSync(options.certFile), key: fs.readFileSync(options.keyFile) };
+    pair = {
+      cert: readRegularFile(options.certFile, FILE_LIMITS.pem),
+      key: readRegularFile(options.keyFile, FILE_LIMITS.pem),
+    };
   } catch (error) {
     throw new ConfigSyncError(
       'CS_CONFIG_TLS',

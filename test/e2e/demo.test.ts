@@ -48,3 +48,30 @@ it('the demo runs every step and ends with exactly one restart', async () => {
   }
   expect(code).toBe(0);
 }, 240_000);
+
+// `npm run demo:node-agent`, the README's demo of the node agent: on the real node only.
+it.skipIf(nodeUnsupported() !== undefined)(
+  'the node agent demo runs every step and ends with exactly one restart',
+  async () => {
+    const child = spawn(process.execPath, [path.join(root, 'scripts/demo-node-agent.ts')], {
+      cwd: root,
+      env: { ...process.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    for (let n = 1; n <= 7; n += 1) expect(out, out).toContain(`[${n}/7]`);
+    expect(out).toContain('API watches held by the node agent: 2');
+    expect(out).toContain(
+      'Exactly 1 restart for 2 Pods that held the same stale file, from one agent on the node. Done.',
+    );
+    expect(code).toBe(0);
+  },
+  300_000,
+);

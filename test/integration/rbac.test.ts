@@ -239,6 +239,11 @@ describe('and nothing more', () => {
       'may change only the pod template annotations',
     ],
     [
+      'add a finalizer to the pod template',
+      { spec: { template: { metadata: { finalizers: ['example.com/hold'] } } } },
+      "not the template's labels, finalizers or owners",
+    ],
+    [
       'relabel the Deployment',
       { metadata: { labels: { team: 'attacker' } } },
       "may not change a workload's labels",
@@ -324,12 +329,26 @@ describe('and nothing more', () => {
       "may not change a Pod's status",
     ],
     ['set its Pod Running', { status: { phase: 'Running' } }, "may not change a Pod's status"],
+    ['set its observedGeneration', { status: { observedGeneration: 99 } }, "may not change a Pod's status"],
+    [
+      'add a finalizer through pods/status',
+      { metadata: { finalizers: ['example.com/hold'] } },
+      "may not change a Pod's labels, finalizers or owners",
+    ],
   ])('cannot %s (admission policy)', async (_what, patch, message) => {
     const { code, message: said } = await rejection(
       agentClient().patch(podStatus(webPod.name), patch, 'strategic'),
     );
     expect(code).toBe(403);
     expect(said).toContain(message);
+  });
+
+  it('cannot add a finalizer to its own Pod (admission policy)', async () => {
+    const { code, message } = await rejection(
+      agentClient().patch(pod(webPod.name), { metadata: { finalizers: ['example.com/hold'] } }, 'merge'),
+    );
+    expect(code).toBe(403);
+    expect(message).toContain("may not change a Pod's labels, finalizers or owners");
   });
 
   it("cannot change its own Pod's other annotations", async () => {

@@ -105,6 +105,48 @@ describe('the in-cluster environment', () => {
   });
 });
 
+// Reported in a round of faults: a FIFO where a file is named blocked the open until a writer
+// came: no output and SIGTERM ignored for as long (a token file), or 30-40 s of silence (a
+// config file, a kubeconfig). Each is refused at once, saying what it is.
+describe('a FIFO where a file is named', () => {
+  const fifo = (name: string) => {
+    const file = path.join(fs.mkdtempSync(path.join(tmp, 'fifo-')), name);
+    expect(spawnSync('mkfifo', [file]).status).toBe(0);
+    return file;
+  };
+
+  it('as the service-account token: CS_CONFIG_NOT_A_FILE at once, naming it', () => {
+    const dir = serviceAccountDir('a-token');
+    fs.rmSync(path.join(dir, 'token'));
+    expect(spawnSync('mkfifo', [path.join(dir, 'token')]).status).toBe(0);
+    const t0 = performance.now();
+    const res = run(
+      ['check', '--watch', '/etc/app=configmap/web'],
+      podEnv({ CONFIG_SYNC_SERVICE_ACCOUNT_DIR: dir }),
+    );
+    expectClearError(
+      res,
+      2,
+      'CS_CONFIG_NOT_A_FILE',
+      `${path.join(dir, 'token')} is not a regular file (a FIFO); not read`,
+    );
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('as agent --config: CS_CONFIG_FILE, naming it', () => {
+    const file = fifo('config.yaml');
+    const res = run(['agent', '--config', file, '--listen', '127.0.0.1:0'], podEnv());
+    expectClearError(res, 2, 'CS_CONFIG_FILE', `${file} is not a regular file (a FIFO)`);
+  });
+
+  it('as check --kubeconfig: refused, naming it', () => {
+    const file = fifo('kubeconfig');
+    const res = run(['check', '--kubeconfig', file, '--watch', '/etc/app=configmap/web'], {});
+    expect(res.status, res.stderr).toBe(2);
+    expect(res.stderr).toContain(`${file} is not a regular file (a FIFO)`);
+  });
+});
+
 describe('names and namespaces, before any request', () => {
   it.each(['Bad_NS!', '../..'])('-n %j: CS_USAGE_BAD_NAMESPACE naming the value and --namespace', (ns) => {
     const res = run(['check', '-n', ns, '--watch', '/etc/app=configmap/web'], podEnv());
