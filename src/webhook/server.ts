@@ -7,6 +7,7 @@ import type { SidecarOptions } from '../inject/sidecar.ts';
 import { FILE_LIMITS, readRegularFile } from '../kube/regular-file.ts';
 import { listenOn } from '../metrics/server.ts';
 import { statSignature } from '../watch/file-watch.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, nestsDeeperThan } from './body-limits.ts';
 import { type AdmissionReview, type MutationResult, mutatePod } from './mutate.ts';
 import { readReview } from './review.ts';
 
@@ -58,8 +59,6 @@ function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
   return pair;
 }
 
-const MAX_BODY = 4 * 1024 * 1024;
-
 /** A string field of the request for the log, or nothing: a hostile body may put anything there. */
 function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value.slice(0, 253) : undefined;
@@ -103,18 +102,47 @@ export async function startWebhook(
       res.writeHead(404).end();
       return;
     }
+    // A body over the cap is answered 413, with a line in the log, before it is read whole:
+    // at once where its Content-Length says so, else as soon as it grows past it. The rest is
+    // drained unkept for a second, so that the caller gets the answer rather than a reset of
+    // its upload, and the connection is then closed.
+    const tooLarge = (size: number | string) => {
+      log.warn(
+        { bytes: size, max: MAX_BODY_BYTES, from: req.socket.remoteAddress },
+        'admission: a body over the cap, refused',
+      );
+      res.writeHead(413, { connection: 'close' }).end(`the body is over ${MAX_BODY_BYTES} bytes; not read\n`);
+      res.on('finish', () => setTimeout(() => req.destroy(), 1000).unref());
+      req.resume();
+    };
+    const declared = Number(req.headers['content-length']);
+    if (declared > MAX_BODY_BYTES) return tooLarge(declared);
     const chunks: Buffer[] = [];
     let size = 0;
+    let refused = false;
     req.on('data', (c: Buffer) => {
+      if (refused) return;
       size += c.length;
-      if (size > MAX_BODY) req.destroy();
-      else chunks.push(c);
+      if (size > MAX_BODY_BYTES) {
+        refused = true;
+        tooLarge(`more than ${MAX_BODY_BYTES}`);
+      } else chunks.push(c);
     });
     req.on('error', () => res.destroy());
     req.on('end', () => {
+      if (refused) return;
+      const raw = Buffer.concat(chunks).toString('utf8');
+      if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+        log.warn(
+          { bytes: size, from: req.socket.remoteAddress },
+          'admission: a body nested too deep, refused',
+        );
+        res.writeHead(400).end(`not an AdmissionReview: nested deeper than ${MAX_JSON_DEPTH}\n`);
+        return;
+      }
       let body: unknown;
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        body = JSON.parse(raw);
       } catch {
         res.writeHead(400).end('not an AdmissionReview: the body is not JSON\n');
         return;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/webhook/body-limits.ts';
 import { mutatePod } from '../../src/webhook/mutate.ts';
 import { readReview } from '../../src/webhook/review.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
@@ -127,6 +128,17 @@ function mutate(random: () => number): unknown {
   return review;
 }
 
+describe('the nesting check before parsing', () => {
+  it('counts arrays and objects, not brackets inside strings or after an escaped quote', () => {
+    expect(nestsDeeperThan('[[[1]]]', 3)).toBe(false);
+    expect(nestsDeeperThan('[[[[1]]]]', 3)).toBe(true);
+    expect(nestsDeeperThan('{"a":{"b":[{}]}}', 3)).toBe(true);
+    expect(nestsDeeperThan('{"a":"[[[[[[[[["}', 3)).toBe(false);
+    expect(nestsDeeperThan('{"a":"\\"[[[[[[["}', 3)).toBe(false);
+    expect(nestsDeeperThan(JSON.stringify(validReview()), MAX_JSON_DEPTH)).toBe(false);
+  });
+});
+
 describe('the mutation, pure: never throws, always allows', () => {
   it('on 5,000 random mutations of a valid review', () => {
     const random = prng(12);
@@ -147,6 +159,8 @@ describe('the webhook process under hostile bodies', () => {
   let port: number;
   let child: ChildProcess;
   let exited: number | null | undefined;
+  /** The webhook's log lines (it logs on stdout). */
+  const stderrLines: string[] = [];
   const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: false, maxSockets: 8 });
 
   function post(body: string): Promise<{ status: number; text: string }> {
@@ -187,9 +201,10 @@ describe('the webhook process under hostile bodies', () => {
       process.execPath,
       [bin, 'webhook', '--listen', `127.0.0.1:${port}`, '--tls-cert-file', cert, '--tls-key-file', key],
       {
-        stdio: ['ignore', 'ignore', 'pipe'],
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
+    child.stdout?.on('data', (c: Buffer) => stderrLines.push(...c.toString().split('\n')));
     child.once('exit', (code) => {
       exited = code;
     });
@@ -232,6 +247,37 @@ describe('the webhook process under hostile bodies', () => {
     expect(exited).toBeUndefined();
   });
 
+  // Reported in a round of faults: a 4,000,000-byte body of nested `[` took the webhook from 65 to
+  // 300 MB (four at once, 600 MB, over its 160Mi limit), and a body over 4 MiB got a connection
+  // reset with no answer and no log line.
+  it('a body of 4,000,000 nested [: refused unparsed (400), its memory unmoved, still serving', async () => {
+    const before = rssOf(child.pid ?? 0);
+    const answers = await Promise.all(Array.from({ length: 4 }, () => post('['.repeat(4_000_000))));
+    for (const a of answers)
+      expect(a).toEqual({ status: 400, text: 'not an AdmissionReview: nested deeper than 64\n' });
+    // Four bodies of 4 MB each held at once, and nothing built from them.
+    expect(rssOf(child.pid ?? 0) - before).toBeLessThan(64);
+    expect(await fetchHealth()).toBe(200);
+    expect(exited).toBeUndefined();
+  });
+
+  it('a body over 4 MiB: 413, told in the log, still serving', async () => {
+    const answer = await post(`{"x":"${'a'.repeat(5 * 1024 * 1024)}"}`).catch((e: Error) => ({
+      status: 0,
+      text: e.message,
+    }));
+    expect(answer.status).toBe(413);
+    expect(answer.text).toMatch(/over 4194304 bytes; not read/);
+    await waitFor(
+      () => (stderrLines.some((l) => l.includes('a body over the cap, refused')) ? true : undefined),
+      {
+        what: 'the log line',
+      },
+    );
+    expect(await fetchHealth()).toBe(200);
+    expect(exited).toBeUndefined();
+  });
+
   it('3,000 random mutations of a valid review: each answered 400 or allowed, and still serving', async () => {
     const random = prng(2026);
     const statuses = new Map<number, number>();
@@ -250,6 +296,11 @@ describe('the webhook process under hostile bodies', () => {
     expect(exited).toBeUndefined();
   }, 60_000);
 });
+
+/** A process's resident memory in MiB. */
+function rssOf(pid: number): number {
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+}
 
 describe('the webhook with a certificate it cannot use', () => {
   const dir = tempDir('webhook-tls-');
