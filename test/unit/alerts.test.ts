@@ -50,9 +50,10 @@ it('ships the runbook rule exactly as users have it', () => {
 
 // Every metric an alert or a dashboard panel queries must be one the agent exports: a renamed
 // metric must fail here, not silently empty a panel or an alert.
-it('alerts and dashboard query only metrics the agent exports', async () => {
+it('alerts and dashboard query only metrics the agent or the node agent exports', async () => {
   const { createMetrics } = await import('../../src/metrics/metrics.ts');
-  const metrics = createMetrics();
+  const { createNodeMetrics } = await import('../../src/metrics/node-metrics.ts');
+  const metrics = createNodeMetrics(createMetrics());
   const exported = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     exported.add(m.name);
