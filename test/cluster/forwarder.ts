@@ -2,9 +2,15 @@
 // (there is no kube-proxy).
 import net from 'node:net';
 
-/** A forwarder: close() stops it and ends every connection it carries. */
+/**
+ * A forwarder: close() stops it and ends every connection it carries; stall() is a partition
+ * that drops packets (nothing passes either way on the connections it carries, nothing is
+ * closed, new connections wait unanswered) until resume().
+ */
 export interface Forwarder {
   close(): void;
+  stall(): void;
+  resume(): void;
 }
 
 /**
@@ -16,9 +22,14 @@ export interface Forwarder {
  */
 export function forward(host: string, port: number, toHost: string, toPort: number): Promise<Forwarder> {
   const open = new Set<net.Socket>();
-  const server = net.createServer((client) => {
+  const pairs = new Set<[net.Socket, net.Socket]>();
+  let stalled = false;
+  const held: net.Socket[] = [];
+  const connect = (client: net.Socket) => {
     const upstream = net.connect(toPort, toHost);
     open.add(client).add(upstream);
+    const pair: [net.Socket, net.Socket] = [client, upstream];
+    pairs.add(pair);
     client.pipe(upstream).pipe(client);
     const close = () => {
       client.destroy();
@@ -28,14 +39,48 @@ export function forward(host: string, port: number, toHost: string, toPort: numb
     };
     client.on('error', close);
     upstream.on('error', close);
-    client.on('close', close);
+    client.on('close', () => {
+      pairs.delete(pair);
+      close();
+    });
     upstream.on('close', close);
+  };
+  const server = net.createServer((client) => {
+    if (!stalled) return connect(client);
+    // A partition: the connection waits, unanswered, until resume().
+    open.add(client);
+    client.pause();
+    client.on('error', () => client.destroy());
+    held.push(client);
   });
   const forwarder = {
     close() {
       server.close();
       for (const socket of open) socket.destroy();
       open.clear();
+    },
+    stall() {
+      stalled = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe();
+        upstream.unpipe();
+        client.pause();
+        upstream.pause();
+      }
+    },
+    resume() {
+      stalled = false;
+      for (const [client, upstream] of pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+        upstream.resume();
+      }
+      for (const client of held.splice(0)) {
+        open.delete(client);
+        connect(client);
+        client.resume();
+      }
     },
   };
   return new Promise((resolve, reject) => {

@@ -422,6 +422,16 @@ export class KubeNode {
       .filter(Boolean);
   }
 
+  /**
+   * A partition between the node's Pods and the API server (the `kubernetes` Service's
+   * forwarder): nothing passes either way, nothing is closed, until it is lifted. kubelet reaches
+   * the API server directly and goes on.
+   */
+  partitionPods(partitioned: boolean): void {
+    if (partitioned) this.forwarder.stall();
+    else this.forwarder.resume();
+  }
+
   /** SIGSTOP or SIGCONT kubelet: a stuck kubelet, for the tests. */
   freezeKubelet(frozen: boolean): void {
     process.kill(this.info.kubeletPid, frozen ? 'SIGSTOP' : 'SIGCONT');

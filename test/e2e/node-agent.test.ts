@@ -5,8 +5,10 @@
 // once; a Secret behind an env var is EnvStale and restarts its workload once; a Pod not opted
 // in is never read; Pods with a config-sync sidecar are left to it; the node agent runs as root
 // with no capability at all; a frozen kubelet is drift healed with one restart of each workload; a
-// file tampered with on the node while kubelet cannot mend it is found and alerted on; and its
-// own token may not patch a Pod bound to another node.
+// file tampered with on the node while kubelet cannot mend it is found and alerted on; a
+// partition while kubelet delivers a change is no drift; a change made while the node agent is
+// replaced is found by the new one and healed once; and its own token may not patch a Pod bound
+// to another node.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -442,6 +444,112 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
     const log = await nodeAgentLog(state.agent);
     expect(log.some((l) => l.pod === name && l.alert === 'CircuitOpen')).toBe(true);
     expect(await restartHistory(state.admin, state.ns, 'charlie')).toHaveLength(before);
+  });
+
+  // Never act on a stale view, per Pod, on the real node: the node's Pods cut off from the API
+  // server (the `kubernetes` Service) while a ConfigMap changes, and kubelet, which reaches the
+  // API server itself, delivers the change to every Pod. The node agent's copy is old and it
+  // cannot confirm it: no Pod may be called drifted, no workload restarted.
+  it('a partition while kubelet delivers a change: no drift told, no restart, every Pod InSync once it lifts', async () => {
+    await allInSync(state.admin, state.ns);
+    const before = Object.fromEntries(
+      await Promise.all(
+        WORKLOADS.map(async (w) => [w, (await restartHistory(state.admin, state.ns, w)).length] as const),
+      ),
+    );
+    const mark = (await nodeAgentLog(state.agent)).length;
+    const { node } = cluster();
+    node.partitionPods(true);
+    try {
+      await kubectl(
+        '-n',
+        state.ns,
+        'patch',
+        'configmap',
+        'app-config',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ data: { 'app.yaml': 'level: partitioned\n' } }),
+      );
+      // kubelet delivers it; past the 10 s --grace the node agent, blind, must not accuse.
+      await new Promise((resolve) => setTimeout(resolve, 20_000));
+    } finally {
+      node.partitionPods(false);
+    }
+    const rv = (
+      await state.admin
+        .makeApiClient(CoreV1Api)
+        .readNamespacedConfigMap({ name: 'app-config', namespace: state.ns })
+    ).metadata?.resourceVersion;
+    await waitFor(
+      async () => {
+        const pods = await allInSync(state.admin, state.ns, 5_000).catch(() => undefined);
+        return pods?.every((p) =>
+          p.metadata?.annotations?.['config-sync.io/matched-versions']?.includes(
+            `ConfigMap/app-config@${rv}`,
+          ),
+        )
+          ? true
+          : undefined;
+      },
+      {
+        what: 'every Pod matched on the new version',
+        timeoutMs: 60_000,
+        intervalMs: 1000,
+        onTimeout: () => nodeAgentLogTail(),
+      },
+    );
+    for (const w of WORKLOADS)
+      expect(await restartHistory(state.admin, state.ns, w)).toHaveLength(before[w] ?? 0);
+    const log = (await nodeAgentLog(state.agent)).slice(mark);
+    expect(log.filter((l) => l.state === 'Drifted' || l.msg === 'restarted workload')).toEqual([]);
+  });
+
+  // The node agent's own Pod deleted (the DaemonSet makes another) and a subPath key changed
+  // before the new one runs: it finds the drift no agent watched happen, and restarts each
+  // workload exactly once.
+  it('a subPath change while the node agent is replaced: found by the new one, one restart of each workload', async () => {
+    await allInSync(state.admin, state.ns);
+    const before = Object.fromEntries(
+      await Promise.all(
+        WORKLOADS.map(async (w) => [w, (await restartHistory(state.admin, state.ns, w)).length] as const),
+      ),
+    );
+    const old = state.agent.metadata?.name ?? '';
+    await kubectl('-n', 'config-sync', 'delete', 'pod', old, '--wait=true');
+    await kubectl(
+      '-n',
+      state.ns,
+      'patch',
+      'configmap',
+      'app-config',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ data: { 'log.yaml': 'format: logfmt\n' } }),
+    );
+    state.agent = await waitFor(
+      async () => {
+        const pod = await nodeAgentPod(state.admin);
+        return pod.metadata?.name !== old ? pod : undefined;
+      },
+      { what: 'the new node agent Ready', timeoutMs: 120_000, intervalMs: 500 },
+    );
+    for (const w of WORKLOADS)
+      await waitFor(
+        async () =>
+          (await restartHistory(state.admin, state.ns, w)).length > (before[w] ?? 0) ? true : undefined,
+        {
+          what: `the restart of ${w}`,
+          timeoutMs: 60_000,
+          intervalMs: 500,
+          onTimeout: () => nodeAgentLogTail(),
+        },
+      );
+    await allInSync(state.admin, state.ns);
+    for (const w of WORKLOADS)
+      expect(await restartHistory(state.admin, state.ns, w)).toHaveLength((before[w] ?? 0) + 1);
   });
 
   it("its own token may not patch a Pod bound to another node, nor a workload's image", async () => {
