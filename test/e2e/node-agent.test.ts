@@ -472,8 +472,22 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
         '-p',
         JSON.stringify({ data: { 'app.yaml': 'level: partitioned\n' } }),
       );
-      // kubelet delivers it; past the 10 s --grace the node agent, blind, must not accuse.
-      await new Promise((resolve) => setTimeout(resolve, 20_000));
+      // kubelet delivers it; past the 10 s --grace the node agent, blind, must not accuse: its
+      // read to confirm a drift finds no answer (10 s), and the Pod is Unknown.
+      await waitFor(
+        async () =>
+          (await nodeAgentLog(state.agent))
+            .slice(mark)
+            .some((l) => l.state === 'Unknown' && /could not confirm the cached copy/.test(String(l.msg)))
+            ? true
+            : undefined,
+        {
+          what: 'a drift the node agent could not confirm',
+          timeoutMs: 60_000,
+          intervalMs: 1000,
+          onTimeout: () => nodeAgentLogTail(),
+        },
+      );
     } finally {
       node.partitionPods(false);
     }
