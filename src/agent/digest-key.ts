@@ -3,10 +3,11 @@
 // mounts; where there is none (an older manifest, a command run from a laptop), the key is made
 // in memory for this process only, and the caller says so.
 //
-// Steps: (1) read <dir>/fingerprint.key; (2) if absent, write 32 random bytes with O_EXCL
-// (`wx`), so two processes starting at once (the agent and an exec'd `heal`) cannot both
-// write: the loser reads the winner's key; (3) a directory that is missing or not writable:
-// an in-memory key.
+// Steps: (1) read <dir>/fingerprint.key; (2) if absent, write 32 random bytes to a file of this
+// process's own and link it to that name, so two processes starting at once (the agent and an
+// exec'd `heal`) cannot both make one (the loser reads the winner's key), and a write cut short
+// leaves no partial key; (3) a directory that is missing, full or not writable, or a key of the
+// wrong size: an in-memory key, and a note that says what to do.
 import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,28 +31,47 @@ export function loadDigestKey(stateDir: string): DigestKey {
     try {
       const key = readRegularFile(file, FILE_LIMITS.token);
       if (key.length === KEY_BYTES) return { key, persistent: true };
+      // A key of another size (a write cut short by a full disk, before the key was written
+      // whole): it would never be replaced, so every start would use a throwaway key.
+      return ephemeral(
+        `${file} is ${key.length} bytes, not a ${KEY_BYTES}-byte key`,
+        undefined,
+        `delete ${file} and restart the agent: a new key is made (env and subPath baselines are taken again once)`,
+      );
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return ephemeral(`cannot read ${file}`, error);
     }
-    // (2)
+    // (2) Written whole under another name first, then linked in place, which fails if another
+    // process got there first (EEXIST: read its key). A write that fails (ENOSPC) leaves no
+    // partial key behind under the key's name.
+    const key = randomBytes(KEY_BYTES);
+    const partial = `${file}.${process.pid}.new`;
     try {
-      const key = randomBytes(KEY_BYTES);
-      fs.writeFileSync(file, key, { mode: 0o600, flag: 'wx' });
+      fs.writeFileSync(partial, key, { mode: 0o600 });
+      fs.linkSync(partial, file);
       return { key, persistent: true };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return ephemeral(`cannot write ${file}`, error);
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST')
+        return ephemeral(
+          `cannot write ${file}`,
+          error,
+          code === 'ENOSPC' ? `free space in --state-dir ${stateDir} (it holds only this key)` : undefined,
+        );
+    } finally {
+      fs.rmSync(partial, { force: true });
     }
   }
-  return ephemeral(`${file} is not a ${KEY_BYTES}-byte key`);
+  return ephemeral(`${file} could not be read or made`);
 }
 
 // (3)
-function ephemeral(why: string, error?: unknown): DigestKey {
+function ephemeral(why: string, error?: unknown, fix?: string): DigestKey {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return {
     key: randomBytes(KEY_BYTES),
     persistent: false,
-    note: `${why}${code ? ` (${code})` : ''}: fingerprints are keyed for this process only, and env and subPath baselines are taken again when the agent restarts; mount an emptyDir at --state-dir`,
+    note: `${why}${code ? ` (${code})` : ''}: fingerprints are keyed for this process only, and env and subPath baselines are taken again when the agent restarts; ${fix ?? 'mount an emptyDir at --state-dir'}`,
   };
 }
 

@@ -100,11 +100,16 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
 
   if (code === 403) {
     const who = whoFrom(scope, status);
-    const ns = request.namespace ?? '';
+    const ns = request.namespace;
+    // A request of no namespace (a list across all of them, as `status -A` makes; a cluster-scoped
+    // resource) is granted by a ClusterRole only: a Role's hint named namespace "".
+    const grant =
+      ns === undefined
+        ? `grant it with a ClusterRole and ClusterRoleBinding bound to ${who} (the request spans every namespace), or ask within one namespace (-n)`
+        : `grant it with a Role and RoleBinding in namespace "${ns}" bound to ${who}; a Role in any other ` +
+          'namespace does not apply. "config-sync doctor --fix" prints the exact YAML';
     return new ConfigSyncError('CS_API_FORBIDDEN', 'permission', `${who} may not ${what}`, {
-      hint:
-        `grant it with a Role and RoleBinding in namespace "${ns}" bound to ${who}; a Role in any other ` +
-        'namespace does not apply. "config-sync doctor --fix" prints the exact YAML',
+      hint: grant,
       details: { ...details, identity: who },
       cause: status.message,
     });

@@ -318,6 +318,19 @@ function resolveNamespace(
     const v = value?.trim();
     if (v) candidates.push({ value: v, source });
   };
+  // An empty --namespace (`-n ""`) is a mistake, not "none given": it was told as "no
+  // --namespace", and another source was used in its place.
+  if (facts.flags.namespace && facts.flags.namespace.value.trim() === '') {
+    throw new ConfigSyncError(
+      'CS_USAGE_BAD_NAMESPACE',
+      'usage',
+      `the namespace from ${facts.flags.namespace.source} is empty`,
+      {
+        hint: 'name a namespace, e.g. -n shop, or leave the flag out to take it from POD_NAMESPACE, the service account or the kubeconfig context',
+        details: { source: facts.flags.namespace.source },
+      },
+    );
+  }
   if (facts.flags.namespace) add(facts.flags.namespace.value, facts.flags.namespace.source);
   add(facts.env.POD_NAMESPACE, 'POD_NAMESPACE');
   add(facts.serviceAccount.namespace, `${facts.serviceAccount.dir}/namespace`);

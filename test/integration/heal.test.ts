@@ -34,6 +34,14 @@ describe('check and heal', () => {
     expect(dry.stdout.split('\n')[0]).toBe('plan: nothing to do');
   });
 
+  it('a watched directory that is not there: exit 2 (configuration), naming it, not 3 (the API)', async () => {
+    const { POD_NAME: _, ...noPod } = pod(0).env;
+    const check = await cli(['check', '--watch', '/etc/nowhere=configmap/web-config'], noPod);
+    expect(check.stderr).toBe('');
+    expect(check.stdout).toMatch(/^unknown: .*\/etc\/nowhere does not exist/);
+    expect(check.status).toBe(2);
+  });
+
   it('an API change inside grace is propagating, not drift', async () => {
     await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: debug\n' });
     const check = await cli(['check', '--grace', '10m'], pod(0).env);

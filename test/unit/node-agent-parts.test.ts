@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { podKey } from '../../src/agent/digest-key.ts';
+import { loadDigestKey, podKey } from '../../src/agent/digest-key.ts';
 import { NodeVerdicts } from '../../src/agent/node-pod-metrics.ts';
 import { nodeConfig, nodeSettings } from '../../src/config/node-config.ts';
 import { resolveSettings } from '../../src/config/settings.ts';
@@ -258,5 +258,23 @@ describe("the node agent's admission policy for workloads", () => {
     expect(validations('deploy/node/node-workload-policy.yaml')).toEqual(
       validations('deploy/sidecar/rbac/own-workload-policy.yaml'),
     );
+  });
+});
+
+describe("the fingerprint key's file", () => {
+  it('is made whole once and read back; a key of another size says to delete it, not to mount an emptyDir', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'digest-key-'));
+    const made = loadDigestKey(dir);
+    expect(made).toMatchObject({ persistent: true });
+    expect(loadDigestKey(dir).key).toEqual(made.key);
+    expect(fs.readdirSync(dir)).toEqual(['fingerprint.key']);
+    // A full tmpfs once left a 0-byte key, and every later start used a throwaway one.
+    fs.writeFileSync(path.join(dir, 'fingerprint.key'), '');
+    const short = loadDigestKey(dir);
+    expect(short.persistent).toBe(false);
+    expect(short.note).toMatch(
+      /fingerprint\.key is 0 bytes, not a 32-byte key: .*delete .*fingerprint\.key and restart the agent/,
+    );
+    expect(short.note).not.toContain('emptyDir');
   });
 });

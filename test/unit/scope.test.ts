@@ -240,6 +240,18 @@ describe('namespace', () => {
     expect(() => requireNamespace(scope)).toThrow(/no namespace from any source/);
   });
 
+  it('-n "": an empty --namespace is a usage error naming the flag, not "no --namespace"', () => {
+    const e = errorOf(() =>
+      resolveScope(
+        facts({ ...inPod('shop'), flags: { namespace: { value: '', source: '--namespace' } } }),
+        'operator',
+      ),
+    );
+    expect(e.code).toBe('CS_USAGE_BAD_NAMESPACE');
+    expect(e.message).toBe('the namespace from --namespace is empty');
+    expect(e.hint).toContain('leave the flag out');
+  });
+
   it('agreeing sources are not a disagreement', () => {
     expect(resolveScope(facts(inPod('same')), 'agent').disagreements).toEqual([]);
   });
@@ -297,5 +309,30 @@ describe('proxy', () => {
     expect(e.code).toBe('CS_SCOPE_BAD_PROXY');
     expect(e.message).toContain('HTTPS_PROXY');
     expect(e.hint).toContain('HTTPS_PROXY');
+  });
+});
+
+describe('a refusal of a request of no namespace', () => {
+  it('says to grant a ClusterRole (or ask within one namespace), never a Role in namespace ""', async () => {
+    const { explainApiError } = await import('../../src/kube/api-errors.ts');
+    const { ApiStatusError } = await import('../../src/kube/transport.ts');
+    const scope = resolveScope(facts(inPod('shop')), 'operator');
+    const refusal = new ApiStatusError(
+      403,
+      {
+        kind: 'Status',
+        reason: 'Forbidden',
+        message:
+          'pods is forbidden: User "system:serviceaccount:shop:config-sync-agent" cannot list resource "pods"',
+      },
+      'GET',
+      '/api/v1/pods',
+    );
+    const across = explainApiError(refusal, { verb: 'list', resource: 'pods' }, scope);
+    expect(across.code).toBe('CS_API_FORBIDDEN');
+    expect(across.hint).toMatch(/ClusterRole and ClusterRoleBinding .*or ask within one namespace \(-n\)/);
+    expect(across.hint).not.toContain('namespace ""');
+    const within = explainApiError(refusal, { verb: 'list', resource: 'pods', namespace: 'shop' }, scope);
+    expect(within.hint).toContain('a Role and RoleBinding in namespace "shop"');
   });
 });

@@ -12,7 +12,7 @@ export const checkCommand: Command = {
   name: 'check',
   summary:
     'compare the mounted ConfigMaps and Secrets with the API once; one line, and an exit code for probes',
-  usage: `config-sync check [flags]\n\nFlags:\n${flagHelp(targetSettings)}\n\nExit: 0 in sync (or still propagating), 1 drift, 2 usage or configuration error, 3 API or permission error.`,
+  usage: `config-sync check [flags]\n\nFlags:\n${flagHelp(targetSettings)}\n\nExit: 0 in sync (or still propagating), 1 drift, 2 usage or configuration error (a mount that cannot be read), 3 API or permission error.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('check', targetSettings, args, env);
     const rt = await openRuntime(agentConfig('check', settings), env);
@@ -20,6 +20,12 @@ export const checkCommand: Command = {
     const { verdicts } = await runOnce(rt, Date.now());
     io.stdout.write(`${checkLine(verdicts)}\n`);
     const state = overall(verdicts);
-    return state === 'drift' ? EXIT.drift : state === 'unknown' ? EXIT.api : EXIT.ok;
+    if (state === 'drift') return EXIT.drift;
+    if (state !== 'unknown') return EXIT.ok;
+    // What could not be judged: the files (a --watch path or a mount that is not there, a key
+    // the agent may not read) are a configuration error (2); the API, an API error (3). A
+    // missing watched directory exited 3, the API's code, before.
+    const unknown = verdicts.filter((v) => v.state === 'Unknown');
+    return unknown.every((v) => v.reason === 'FilesUnreadable') ? EXIT.usage : EXIT.api;
   },
 };
