@@ -12,10 +12,10 @@
 //      less the pod-template hash its Pods are labelled with is its Deployment (or Rollout);
 //  (4) one line per workload: how many Pods in sync, or how many drifted, why, and since when.
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION, CONDITION_TYPE } from '../kube/annotations.ts';
+import { ANNOTATION, CONDITION_TYPE, INJECT_LABEL } from '../kube/annotations.ts';
 import { workloadNamedByReplicaSet } from '../kube/resources.ts';
 
-export type FleetState = 'InSync' | 'Propagating' | 'Drifted' | 'NoStatus';
+export type FleetState = 'InSync' | 'Propagating' | 'Drifted' | 'NoStatus' | 'NotInjected';
 
 export interface PodRow {
   readonly namespace: string;
@@ -44,6 +44,8 @@ export interface WorkloadRow {
   readonly inSync: number;
   readonly drifted: number;
   readonly noStatus: number;
+  /** Pods that asked for the sidecar and did not get it (missedInjection). */
+  readonly notInjected: number;
   /** The drifted Pods' reasons, most frequent first. */
   readonly reasons: readonly string[];
   /** The earliest time one of its Pods went out of sync (ms). */
@@ -64,6 +66,40 @@ function hasSidecar(pod: V1Pod, agentContainer: string): boolean {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].some(
     (c) => c.name === agentContainer,
   );
+}
+
+/**
+ * A Pod the webhook should have given a sidecar and did not: asked for by its own label or its
+ * namespace's (`config-sync.io/inject=enabled`; `disabled` on the Pod refuses), with no sidecar,
+ * no status of an agent and no opt-in to the node agent. The webhook's failurePolicy is Ignore
+ * (a Pod is never refused for it), so a Pod made while it was down runs unchecked: nothing else
+ * would say so. `namespaceLabels` undefined: the namespace could not be read.
+ */
+export function missedInjection(
+  pod: V1Pod,
+  namespaceLabels: Readonly<Record<string, string>> | undefined,
+  agentContainer: string,
+): boolean {
+  const own = pod.metadata?.labels?.[INJECT_LABEL];
+  const asked = own === 'enabled' || (own !== 'disabled' && namespaceLabels?.[INJECT_LABEL] === 'enabled');
+  return (
+    asked &&
+    !runsAgent(pod, agentContainer) &&
+    pod.status?.phase !== 'Succeeded' &&
+    pod.status?.phase !== 'Failed'
+  );
+}
+
+/** The row of a Pod that missed its injection (missedInjection). */
+export function notInjectedRow(pod: V1Pod): PodRow {
+  return {
+    ...podRow(pod),
+    state: 'NotInjected',
+    reason: 'NotInjected',
+    message:
+      'asked for the config-sync sidecar (config-sync.io/inject=enabled) but has none: the webhook did not answer when it was made (failurePolicy Ignore); restart its workload once the webhook serves',
+    agent: 'sidecar',
+  };
 }
 
 /** Which agent checks the Pod: its own sidecar, else the node agent (the only other writer of its status). */
@@ -135,6 +171,7 @@ export function workloadRows(pods: readonly PodRow[]): WorkloadRow[] {
       inSync: rows.filter((r) => r.state === 'InSync' || r.state === 'Propagating').length,
       drifted: drifted.length,
       noStatus: rows.filter((r) => r.state === 'NoStatus').length,
+      notInjected: rows.filter((r) => r.state === 'NotInjected').length,
       reasons: [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([reason]) => reason),
       ...(since === undefined ? {} : { driftedSince: since }),
     };
@@ -153,7 +190,12 @@ export function age(ms: number): string {
 /** `web: 3/3 in sync`, `api: 1/4 drifted (SubPathStale) since 4m`, with ` (1 with no status yet)`. */
 export function workloadLine(w: WorkloadRow, now: number, withNamespace: boolean): string {
   const name = `${withNamespace ? `${w.namespace}/` : ''}${w.workload.replace(/^Deployment\//, '')}`;
-  const unknown = w.noStatus > 0 ? ` (${w.noStatus} with no status yet)` : '';
+  const unknown = [
+    ...(w.noStatus > 0 ? [`${w.noStatus} with no status yet`] : []),
+    ...(w.notInjected > 0 ? [`${w.notInjected} without the sidecar it asked for`] : []),
+  ]
+    .map((s) => ` (${s})`)
+    .join('');
   if (w.drifted === 0) return `${name}: ${w.inSync}/${w.pods} in sync${unknown}`;
   const since = w.driftedSince === undefined ? '' : ` since ${age(now - w.driftedSince)}`;
   return `${name}: ${w.drifted}/${w.pods} drifted (${w.reasons.join(', ')})${since}${unknown}`;

@@ -17,6 +17,12 @@ export const ANNOTATION = {
   nodeAgent: 'config-sync.io/node-agent',
 } as const;
 
+/**
+ * On a Namespace or a Pod (its workload's template): `config-sync.io/inject=enabled` asks the
+ * admission webhook for the sidecar (deploy/webhook); `disabled` on a Pod refuses it.
+ */
+export const INJECT_LABEL = 'config-sync.io/inject';
+
 /** On a Namespace: `config-sync.io/node-agent=enabled` opts its Pods in to the node agent. */
 export const NODE_AGENT_LABEL = 'config-sync.io/node-agent';
 

@@ -238,6 +238,16 @@ describe('config-sync webhook', () => {
     await new Promise((resolve) => webhook?.once('exit', resolve));
     const pod = await deployAndGetPod(labelled.admin, labelled.name, 'while-down');
     expect(hasSidecar(pod)).toBe(false);
+    // Nothing else would say the Pod runs unchecked: `status` lists it as NotInjected, exit 1.
+    const status = spawnSync(
+      process.execPath,
+      [bin, 'status', '-n', labelled.name, '--kubeconfig', controlPlane().adminKubeconfig],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir } },
+    );
+    const row = status.stdout.split('\n').find((l) => l.startsWith(pod.metadata?.name ?? '?'));
+    expect(row).toMatch(/\bNotInjected\s+NotInjected\b/);
+    expect(status.stdout).toMatch(/while-down: 0\/1 in sync \(1 without the sidecar it asked for\)/);
+    expect(status.status).toBe(1);
   });
 });
 

@@ -3,7 +3,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { statusText } from '../../src/fleet/format.ts';
-import { age, podRow, runsAgent, workloadLine, workloadOf, workloadRows } from '../../src/fleet/rows.ts';
+import {
+  age,
+  missedInjection,
+  notInjectedRow,
+  podRow,
+  runsAgent,
+  workloadLine,
+  workloadOf,
+  workloadRows,
+} from '../../src/fleet/rows.ts';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -43,6 +52,35 @@ function pod(
     },
   };
 }
+
+describe('Pods that asked for the sidecar and missed it', () => {
+  const bare = (labels: Record<string, string> = {}): V1Pod => ({
+    metadata: { name: 'web-9', namespace: 'shop', labels },
+    spec: { containers: [{ name: 'app' }] },
+    status: { phase: 'Running' },
+  });
+  it('by their namespace or their own label; not when the Pod says disabled, or the namespace is not known', () => {
+    const enabled = { 'config-sync.io/inject': 'enabled' };
+    expect(missedInjection(bare(), enabled, 'config-sync')).toBe(true);
+    expect(missedInjection(bare(enabled), {}, 'config-sync')).toBe(true);
+    expect(missedInjection(bare({ 'config-sync.io/inject': 'disabled' }), enabled, 'config-sync')).toBe(
+      false,
+    );
+    expect(missedInjection(bare(), undefined, 'config-sync')).toBe(false);
+    expect(missedInjection(bare(), {}, 'config-sync')).toBe(false);
+    // A Pod that has an agent (its condition) is not missing one.
+    const served = {
+      ...bare(),
+      status: { phase: 'Running', conditions: [{ type: 'config-sync.io/InSync', status: 'True' }] },
+    };
+    expect(missedInjection(served as V1Pod, enabled, 'config-sync')).toBe(false);
+    const row = notInjectedRow(bare());
+    expect(row).toMatchObject({ state: 'NotInjected', reason: 'NotInjected', workload: '-' });
+    expect(workloadLine(workloadRows([row])[0] as never, NOW, false)).toBe(
+      'Pod/web-9: 0/1 in sync (1 without the sidecar it asked for)',
+    );
+  });
+});
 
 describe('Pods the node agent checks', () => {
   it('are listed with no sidecar: with its condition, or annotated for it before it wrote one', () => {

@@ -1,4 +1,4 @@
-import type { V1PodList } from '@kubernetes/client-node';
+import type { V1Namespace, V1PodList } from '@kubernetes/client-node';
 import {
   configFileSetting,
   defaulted,
@@ -10,7 +10,7 @@ import {
 } from '../../config/settings.ts';
 import { badOutputFormat, ConfigSyncError, EXIT } from '../../errors.ts';
 import { statusJson, statusText } from '../../fleet/format.ts';
-import { podRow, runsAgent, workloadRows } from '../../fleet/rows.ts';
+import { missedInjection, notInjectedRow, podRow, runsAgent, workloadRows } from '../../fleet/rows.ts';
 import { createKubeClient } from '../../kube/client.ts';
 import { resolveScope } from '../../kube/scope.ts';
 import { gatherScopeFacts } from '../../kube/scope-facts.ts';
@@ -48,7 +48,7 @@ const defs: readonly SettingDef[] = [
 export const statusCommand: Command = {
   name: 'status',
   summary: 'the fleet view: every Pod that runs the agent, in sync or drifted and why, from the API alone',
-  usage: `config-sync status [-n ns | -A] [-l selector] [-o text|wide|json] [flags]\n\nFlags:\n${flagHelp(defs)}\n\nNeeds only "list pods" in the namespaces asked for. Prints hashes, reasons and versions, never a value.\nExit: 0 nothing drifted, 1 a Pod drifted, 2 usage or configuration error, 3 API or permission error.`,
+  usage: `config-sync status [-n ns | -A] [-l selector] [-o text|wide|json] [flags]\n\nFlags:\n${flagHelp(defs)}\n\nNeeds only "list pods" in the namespaces asked for ("get namespaces" too, to find Pods that asked for the sidecar and missed it). Prints hashes, reasons and versions, never a value.\nExit: 0 nothing drifted, 1 a Pod drifted or missed its sidecar (NotInjected), 2 usage or configuration error, 3 API or permission error.`,
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('status', defs, args, env);
     const output = defaulted(settings, 'output').value;
@@ -67,7 +67,27 @@ export const statusCommand: Command = {
       selector ? { labelSelector: selector } : undefined,
     );
     const agent = defaulted(settings, 'self-container').value;
-    const pods = list.items.filter((p) => runsAgent(p, agent)).map((p) => podRow(p, agent));
+    const client = createKubeClient(scope);
+    // The namespaces' labels, for Pods that asked for the sidecar and have none (the webhook
+    // was down when they were made); a namespace the identity may not read tells nothing.
+    const labels = new Map<string, Readonly<Record<string, string>> | undefined>();
+    for (const ns of new Set(
+      list.items.filter((p) => !runsAgent(p, agent)).map((p) => p.metadata?.namespace ?? ''),
+    ))
+      labels.set(
+        ns,
+        await client
+          .get<V1Namespace>({ resource: 'namespaces', name: ns })
+          .then((n) => n.metadata?.labels ?? {})
+          .catch(() => undefined),
+      );
+    const pods = list.items.flatMap((p) =>
+      runsAgent(p, agent)
+        ? [podRow(p, agent)]
+        : missedInjection(p, labels.get(p.metadata?.namespace ?? ''), agent)
+          ? [notInjectedRow(p)]
+          : [],
+    );
     const workloads = workloadRows(pods);
     const now = Date.now();
     io.stdout.write(
@@ -75,6 +95,6 @@ export const statusCommand: Command = {
         ? statusJson(pods, workloads)
         : statusText(pods, workloads, now, { allNamespaces: all, wide: output === 'wide' }),
     );
-    return pods.some((p) => p.state === 'Drifted') ? EXIT.drift : EXIT.ok;
+    return pods.some((p) => p.state === 'Drifted' || p.state === 'NotInjected') ? EXIT.drift : EXIT.ok;
   },
 };
