@@ -24,7 +24,8 @@ export class NotARegularFileError extends ConfigSyncError {
   }
 }
 
-function kindOf(st: fs.Stats): string {
+/** What a file that is not a regular file is, for an error message: "a FIFO", "a socket", ... */
+export function kindOf(st: fs.Stats): string {
   if (st.isFIFO()) return 'a FIFO';
   if (st.isCharacterDevice()) return 'a character device';
   if (st.isBlockDevice()) return 'a block device';

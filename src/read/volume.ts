@@ -7,6 +7,7 @@
 // version marker, for logs.
 import { createHash, hash } from 'node:crypto';
 import fs from 'node:fs';
+import { kindOf } from '../kube/regular-file.ts';
 import type { KeyDigest } from '../verify/source.ts';
 import type { VolumeObservation } from '../verify/verdict.ts';
 
@@ -81,7 +82,7 @@ export function hashFile(file: string, maxBytes = MAX_VALUE_BYTES): HashedFile {
 export const MAX_VALUE_BYTES = 16 * 1024 * 1024;
 
 function notRegular(file: string, st: fs.Stats): Error {
-  return Object.assign(new Error(`${file} is not a regular file (${fileType(st)}); not read`), {
+  return Object.assign(new Error(`${file} is not a regular file (${kindOf(st)}); not read`), {
     code: 'ENOTREGULAR',
   });
 }
@@ -92,15 +93,6 @@ function statOrUndefined(file: string): fs.Stats | undefined {
   } catch {
     return undefined;
   }
-}
-
-function fileType(st: fs.Stats): string {
-  if (st.isFIFO()) return 'a FIFO';
-  if (st.isCharacterDevice()) return 'a character device';
-  if (st.isBlockDevice()) return 'a block device';
-  if (st.isSocket()) return 'a socket';
-  if (st.isDirectory()) return 'a directory';
-  return 'not a file';
 }
 
 /** A file's digest, and the identity (fstat) of the descriptor it was read through. */

@@ -19,7 +19,7 @@
 //  (5) 410 Gone (the version left the server's watch cache, e.g. after an API server restart):
 //      not live; relist at once, with no backoff, since the server is up and answering;
 //  (6) any other failure (connection refused or reset, a silent stream, a non-2xx answer):
-//      not live; p-retry backoff (0.5 s doubling to MAX_BACKOFF_MS, randomized so replicas
+//      not live; p-retry backoff (watch-forever.ts: 0.5 s doubling to 8 s, randomized so replicas
 //      do not return in step), logged and counted, then a fresh list. A 403 is retried too,
 //      slowly, since an admin may fix the Role;
 //  (7) resync() (the agent saw a quorum read disagree with this cache): drop the stream and
@@ -36,12 +36,12 @@
 // and keeps it while the ping is answered (transport.ts 4-6), so the watch can last as long as
 // client-go's do; over HTTP/1.1 the server is asked to end it within a minute instead.
 import type { V1ConfigMap, V1ConfigMapList, V1Secret, V1SecretList } from '@kubernetes/client-node';
-import pRetry from 'p-retry';
 import type { SourceRef } from '../discover/targets.ts';
 import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { type ResourceRef, SOURCE_RESOURCE } from '../kube/resources.ts';
 import { type SourceState, snapshotSource } from '../verify/source.ts';
+import { watchForever } from './watch-forever.ts';
 
 export interface SourceWatchEvents {
   onState(state: SourceState): void;
@@ -73,7 +73,6 @@ const INACTIVITY_MS = 90_000;
  * agent is not blind for long after the API is back (it was 30 s), long enough, with jitter,
  * that every replica in a cluster does not relist at once.
  */
-const MAX_BACKOFF_MS = 8_000;
 /** Relists at once after a 410 or a resync before the backoff applies. */
 const QUICK_RELISTS = 2;
 
@@ -204,31 +203,16 @@ export class SourceWatch {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await pRetry(() => this.session(signal), {
-          retries: Number.POSITIVE_INFINITY,
-          minTimeout: 500,
-          maxTimeout: MAX_BACKOFF_MS,
-          randomize: true,
-          signal,
-          onFailedAttempt: ({ error }) => {
-            // (6)
-            if (signal.aborted) return;
-            const gone = error instanceof GoneError;
-            const detail = gone
-              ? `410 Gone after ${QUICK_RELISTS} relists in a row`
-              : (error as Error).message;
-            this.notLive(detail);
-            this.events.onRestart(gone ? 'gone' : 'error', detail);
-          },
-        });
-        // (4)
-        if (!signal.aborted) this.events.onRestart('closed');
-      } catch (error) {
-        if (signal.aborted) return;
-        throw error;
-      }
-    }
+    await watchForever((s) => this.session(s), signal, {
+      // (4)
+      onClosed: () => this.events.onRestart('closed'),
+      // (6)
+      onFailure: (error) => {
+        const gone = error instanceof GoneError;
+        const detail = gone ? `410 Gone after ${QUICK_RELISTS} relists in a row` : error.message;
+        this.notLive(detail);
+        this.events.onRestart(gone ? 'gone' : 'error', detail);
+      },
+    });
   }
 }

@@ -14,11 +14,11 @@
 //      fresh list. Until that list, the last set handed over stands (a Pod the node agent
 //      serves is not dropped because its watch broke), and `live` says it may be behind.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
-import pRetry from 'p-retry';
 import { apiStatus } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { ResourceRef } from '../kube/resources.ts';
 import { watchSeconds } from './api-watch.ts';
+import { watchForever } from './watch-forever.ts';
 
 export interface CollectionEvents<T> {
   /** The whole set, by name, after every change; `live` false while it may be behind. */
@@ -35,7 +35,6 @@ class GoneError extends Error {}
 
 /** A watch silent this long has its connection pinged (HTTP/2), as in api-watch.ts. */
 const INACTIVITY_MS = 90_000;
-const MAX_BACKOFF_MS = 8_000;
 
 export class CollectionWatch<T extends { readonly metadata?: V1ObjectMeta }> {
   private readonly items = new Map<string, T>();
@@ -129,28 +128,15 @@ export class CollectionWatch<T extends { readonly metadata?: V1ObjectMeta }> {
 
   /** Lists and watches until `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await pRetry(() => this.session(signal), {
-          retries: Number.POSITIVE_INFINITY,
-          minTimeout: 500,
-          maxTimeout: MAX_BACKOFF_MS,
-          randomize: true,
-          signal,
-          onFailedAttempt: ({ error }) => {
-            // (6)
-            if (signal.aborted) return;
-            this.needList = true;
-            this.events.onSet(this.items, false);
-            this.events.onRestart('error', (error as Error).message);
-          },
-        });
-        // (4)
-        if (!signal.aborted) this.events.onRestart('closed');
-      } catch (error) {
-        if (signal.aborted) return;
-        throw error;
-      }
-    }
+    await watchForever((s) => this.session(s), signal, {
+      // (4)
+      onClosed: () => this.events.onRestart('closed'),
+      // (6)
+      onFailure: (error) => {
+        this.needList = true;
+        this.events.onSet(this.items, false);
+        this.events.onRestart('error', error.message);
+      },
+    });
   }
 }
