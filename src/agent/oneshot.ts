@@ -3,6 +3,7 @@
 // change time.
 import { resolveOwner } from '../heal/owner.ts';
 import type { OwnerState, Plan } from '../heal/planner.ts';
+import { namespaceAbsentError, namespacePresence } from '../kube/namespace-presence.ts';
 import { readSource } from '../read/source.ts';
 import { readVolume } from '../read/volume.ts';
 import { refKey, type SourceState } from '../verify/source.ts';
@@ -40,6 +41,11 @@ export async function runOnce(rt: Runtime, now: number): Promise<OneShotResult> 
     fingerprint: rt.fingerprint,
     now,
   });
+  // A source missing when no Pod was read (a Pod read proves its namespace): the namespace may
+  // be the thing that is missing, and then no source is "gone" (kube/namespace-presence.ts).
+  if (!rt.pod && verdicts.some((v) => v.reason === 'SourceMissing')) {
+    if ((await namespacePresence(rt.client, rt.namespace)) === 'absent') throw namespaceAbsentError(rt.scope);
+  }
   const needsOwner = verdicts.some((v) => v.state === 'Drifted' || v.state === 'Missing');
   const owner: OwnerState = needsOwner
     ? await resolveOwner(rt.client, rt.namespace, rt.pod)

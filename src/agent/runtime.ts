@@ -13,7 +13,9 @@ import {
 } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
+import { apiStatus } from '../kube/api-errors.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import { namespaceAbsentError, namespacePresence } from '../kube/namespace-presence.ts';
 import { resolveScope, type Scope } from '../kube/scope.ts';
 import { gatherScopeFacts } from '../kube/scope-facts.ts';
 import { type Fingerprint, keyedFingerprint, keyId } from '../verify/fingerprint.ts';
@@ -79,7 +81,12 @@ export async function openRuntime(
   let pod: V1Pod | undefined;
   const podName = config.pod.name?.value;
   if (podName) {
-    pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName });
+    pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName }).catch(async (error) => {
+      // A Pod "not found" in a namespace that does not exist: say so (kube/namespace-presence.ts).
+      if (apiStatus(error) === 404 && (await namespacePresence(client, namespace)) === 'absent')
+        throw namespaceAbsentError(scope);
+      throw error;
+    });
     const discovery = discoverTargets(pod, {
       self: config.pod.selfContainer,
       containers: config.pod.containers,

@@ -22,6 +22,7 @@ import {
 import { restartHeldLine } from '../heal/planner.ts';
 import { describeRequest } from '../kube/api-errors.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { namespaceAbsentError, namespacePresence } from '../kube/namespace-presence.ts';
 import { type AccessNeed, requiredAccess } from '../kube/permissions.ts';
 import {
   REPLICA_SET,
@@ -85,7 +86,7 @@ export interface DoctorInput {
 /**
  * Steps:
  *  (1) identity: SelfSubjectReview; a 401 here means nothing else can work, so stop;
- *  (2) server version;
+ *  (2) server version, and whether the namespace exists (where the identity may tell);
  *  (3) the agent's Pod (if named): its targets and its owner chain, walked as the agent walks
  *      it (heal/owner.ts: ReplicaSet -> Deployment or Rollout, or StatefulSet / DaemonSet), and
  *      a note where a restart of that workload would not replace the Pod now (a paused
@@ -123,7 +124,11 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     problems.push(problemOf(error));
   }
 
-  if (!namespace) {
+  // A namespace that does not exist answers every read in it with 404 and every access review
+  // with what the ClusterRoles allow: name it as the one problem, and ask nothing of it.
+  if (namespace && (await namespacePresence(client, namespace)) === 'absent')
+    problems.push(problemOf(namespaceAbsentError(scope)));
+  if (!namespace || problems.some((p) => p.code === 'CS_CONFIG_NAMESPACE_ABSENT')) {
     return {
       ...base,
       identity,

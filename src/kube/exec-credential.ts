@@ -2,7 +2,8 @@
 // by config-sync itself rather than by client-node: client-node rejects a failed plugin with its
 // whole stderr as the message and drops the exit code, so a plugin that failed silently read
 // "failed: " with nothing after it. Here a failure says which plugin, its exit code and the last
-// line it wrote to stderr; and a plugin that hangs is stopped.
+// line it wrote to stderr; a plugin still running after a few seconds is reported as awaited
+// (stderr), and one that hangs is stopped.
 //
 // Steps: (1) a cached credential that has not expired is used as is, and requests that come
 // while the plugin runs wait for its one run; (2) run the command with its args, the user's env
@@ -46,8 +47,29 @@ export interface ExecCredential {
   readonly clientKeyData?: string;
 }
 
-/** How long a plugin may run (a login prompt it cannot show would otherwise hang every request). */
-const PLUGIN_TIMEOUT_MS = 60_000;
+/**
+ * How long a plugin may run: a login prompt it cannot show would otherwise hang every request.
+ * Cloud plugins (aws, gke-gcloud-auth-plugin, kubelogin with a cached token) answer in a few
+ * seconds; one that needs a person is stopped and its last stderr line shown.
+ */
+export const PLUGIN_TIMEOUT_MS = 30_000;
+
+/** After this long, say that config-sync is waiting for the plugin rather than stay silent. */
+export const PLUGIN_WAITING_NOTICE_MS = 3_000;
+
+export interface PluginTiming {
+  readonly timeoutMs: number;
+  readonly noticeAfterMs: number;
+  /** Told once per run that outlasts `noticeAfterMs`: which plugin, how long so far, when it is stopped. */
+  readonly onWaiting: (message: string) => void;
+}
+
+/** The CLI's and the agent's timing: the notice goes to stderr, which stdout's JSON never mixes with. */
+export const DEFAULT_PLUGIN_TIMING: PluginTiming = {
+  timeoutMs: PLUGIN_TIMEOUT_MS,
+  noticeAfterMs: PLUGIN_WAITING_NOTICE_MS,
+  onWaiting: (message) => process.stderr.write(`config-sync: ${message}\n`),
+};
 
 export interface ExecCredentials {
   /** (1)-(3) The credential to send now. */
@@ -62,6 +84,7 @@ export function execCredentialSource(
   /** Handed to a plugin that asks for it (provideClusterInfo). */
   cluster: ExecCluster | undefined,
   clock: () => number = Date.now,
+  timing: PluginTiming = DEFAULT_PLUGIN_TIMING,
 ): ExecCredentials {
   let cached: { credential: ExecCredential; expiresAt: number } | undefined;
   let running: Promise<ExecCredential> | undefined;
@@ -69,7 +92,7 @@ export function execCredentialSource(
     async current() {
       // (1)
       if (cached && clock() < cached.expiresAt) return cached.credential;
-      running ??= runPlugin(exec, user, cluster).then(
+      running ??= runPlugin(exec, user, cluster, timing).then(
         ({ credential, expiresAt }) => {
           cached = { credential, expiresAt };
           running = undefined;
@@ -106,6 +129,7 @@ function runPlugin(
   exec: ExecConfig,
   user: string,
   cluster: ExecCluster | undefined,
+  timing: PluginTiming,
 ): Promise<{ credential: ExecCredential; expiresAt: number }> {
   return new Promise((resolve, reject) => {
     // (2)
@@ -116,10 +140,45 @@ function runPlugin(
       kind: 'ExecCredential',
       spec: { interactive: false, ...(cluster ? { cluster } : {}) },
     });
-    const child = spawn(exec.command, [...(exec.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => child.kill('SIGKILL'), PLUGIN_TIMEOUT_MS);
+    // Its own process group (detached), so a timeout stops what it started too: a shell script
+    // killed alone leaves its `sleep` or `curl` holding stdout, and the run would not end.
+    const child = spawn(exec.command, [...(exec.args ?? [])], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
     let stdout = '';
     let stderr = '';
+    let timedOut = false;
+    const lastStderrLine = () => {
+      const lastLine = stderr.trim().split('\n').at(-1)?.trim();
+      return lastLine ? `; its last line on stderr: ${lastLine}` : '; it wrote nothing on stderr';
+    };
+    const timer = setTimeout(() => {
+      // Ends the run now, whatever still holds its pipes (a daemon it forked into a group of its own).
+      timedOut = true;
+      clearTimeout(notice);
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+      child.stdout.destroy();
+      child.stderr.destroy();
+      reject(failure(exec, user, `did not finish in ${seconds(timing.timeoutMs)}${lastStderrLine()}`));
+    }, timing.timeoutMs);
+    const notice = setTimeout(
+      () =>
+        timing.onWaiting(
+          `waiting for the credential plugin "${exec.command}" of kubeconfig user "${user}" (${seconds(timing.noticeAfterMs)} so far; stopped after ${seconds(timing.timeoutMs)}); if it needs a login, run it yourself first`,
+        ),
+      timing.noticeAfterMs,
+    );
+    const settled = () => {
+      clearTimeout(timer);
+      clearTimeout(notice);
+    };
     child.stdout.setEncoding('utf8').on('data', (c: string) => {
       stdout += c;
     });
@@ -127,7 +186,8 @@ function runPlugin(
       stderr = (stderr + c).slice(-4096);
     });
     child.once('error', (error) => {
-      clearTimeout(timer);
+      settled();
+      if (timedOut) return;
       reject(
         failure(
           exec,
@@ -137,16 +197,11 @@ function runPlugin(
       );
     });
     child.once('close', (code, signal) => {
-      clearTimeout(timer);
+      settled();
+      if (timedOut) return;
       // (3)
-      const lastLine = stderr.trim().split('\n').at(-1)?.trim();
-      const said = lastLine ? `; its last line on stderr: ${lastLine}` : '; it wrote nothing on stderr';
       if (code !== 0) {
-        const how =
-          signal === 'SIGKILL'
-            ? `did not finish in ${PLUGIN_TIMEOUT_MS / 1000} s`
-            : `exited with code ${code ?? signal}`;
-        reject(failure(exec, user, `${how}${said}`));
+        reject(failure(exec, user, `exited with code ${code ?? signal}${lastStderrLine()}`));
         return;
       }
       let status: (ExecCredential & { expirationTimestamp?: string }) | undefined;

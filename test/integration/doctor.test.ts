@@ -343,6 +343,29 @@ describe('the motivating scenarios', () => {
     );
   });
 
+  it('a kubeconfig exec plugin that takes its time: doctor says it is waiting for it, then goes on', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'exec-slow-'));
+    const plugin = path.join(dir, 'plugin.sh');
+    const credential = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      status: { token: agent.token },
+    });
+    fs.writeFileSync(plugin, `#!/bin/sh\nsleep 4\necho '${credential}'\n`, { mode: 0o755 });
+    const kubeconfig = kubeconfigWith(agent.token, ns.name);
+    const config = JSON.parse(fs.readFileSync(kubeconfig, 'utf8')) as { users: { user: unknown }[] };
+    for (const u of config.users)
+      u.user = { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin } };
+    fs.writeFileSync(kubeconfig, JSON.stringify(config));
+    const run = doctor(['--kubeconfig', kubeconfig, '--pod', pod.name], {});
+    expect(run.stderr).toBe(
+      `config-sync: waiting for the credential plugin "${plugin}" of kubeconfig user "agent" (3 s so far; stopped after 30 s); if it needs a login, run it yourself first\n`,
+    );
+    expect(run.status).toBe(0);
+    expect(run.first).toContain(`ok: config-sync can work in namespace "${ns.name}" as ${agent.username}`);
+    expect(run.stdout).not.toContain(agent.token);
+  });
+
   it('S3: POD_NAMESPACE disagrees with the service-account namespace file', () => {
     const run = doctor([], inPod(agent.token, { podNamespace: 'team-b' }));
     expect(run.status).toBe(2);
@@ -356,6 +379,17 @@ describe('the motivating scenarios', () => {
     expect(run.status).toBe(2);
     expect(run.first).toMatch(/^problem: no namespace from any source/);
     expect(run.stdout).toContain('never assumes "default"');
+  });
+
+  it('a namespace that does not exist: the one problem, named, exit 2', () => {
+    const kubeconfig = controlPlane().adminKubeconfig;
+    const run = doctor(['--kubeconfig', kubeconfig, '-n', 'no-such-ns'], {});
+    expect(run.status).toBe(2);
+    expect(run.first).toBe(
+      `problem: namespace "no-such-ns" (from --namespace) does not exist on ${controlPlane().server}`,
+    );
+    expect(run.stdout).toContain('kubectl get namespaces');
+    expect(run.stdout).not.toContain('MISSING');
   });
 
   it('S5: no kubeconfig and no service account: an error, and nothing dials localhost:8080', async () => {

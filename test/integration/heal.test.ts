@@ -3,7 +3,7 @@
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
-import { useNamespace } from './support.ts';
+import { controlPlane, useNamespace } from './support.ts';
 import {
   type AppPod,
   cli,
@@ -40,6 +40,38 @@ describe('check and heal', () => {
     expect(check.stderr).toBe('');
     expect(check.stdout).toMatch(/^unknown: .*\/etc\/nowhere does not exist/);
     expect(check.status).toBe(2);
+  });
+
+  it('a namespace that does not exist: named as such (exit 2), not every ConfigMap "gone from the API"', async () => {
+    // As an operator whose identity may read namespaces (the admin kubeconfig).
+    const admin = { HOME: pod(0).env.HOME ?? '/nonexistent', PATH: process.env.PATH ?? '' };
+    const kubeconfig = controlPlane().adminKubeconfig;
+    const mount = `${pod(0).mountRoot}/etc/app`;
+    const check = await cli(
+      ['check', '--kubeconfig', kubeconfig, '-n', 'no-such-ns', '--watch', `${mount}=configmap/web-config`],
+      admin,
+    );
+    expect(check.stdout).toBe('');
+    expect(check.stderr).toContain(
+      `error CS_CONFIG_NAMESPACE_ABSENT: namespace "no-such-ns" (from --namespace) does not exist on ${controlPlane().server}`,
+    );
+    expect(check.stderr).toContain('kubectl get namespaces');
+    expect(check.status).toBe(2);
+    const dry = await cli(
+      ['heal', '--dry-run', '--kubeconfig', kubeconfig, '-n', 'no-such-ns', '--pod', pod(0).name],
+      admin,
+    );
+    expect(dry.stderr).toContain(
+      'error CS_CONFIG_NAMESPACE_ABSENT: namespace "no-such-ns" (from --namespace)',
+    );
+    expect(dry.status).toBe(2);
+    // The namespace there, the ConfigMap not: gone from the API, as before.
+    const gone = await cli(
+      ['check', '--kubeconfig', kubeconfig, '-n', ns.name, '--watch', `${mount}=configmap/no-such-config`],
+      admin,
+    );
+    expect(gone.stdout).toContain('ConfigMap/no-such-config is gone from the API');
+    expect(gone.status).toBe(1);
   });
 
   it('an API change inside grace is propagating, not drift', async () => {

@@ -181,6 +181,15 @@ describe('config-sync status', () => {
     expect(run.stderr).toContain(`Role and RoleBinding in namespace "${other.name}"`);
   });
 
+  it('a namespace that does not exist: named as such, exit 2, not "no Pod runs the agent here"', async () => {
+    const run = await cli(['status', '-n', 'no-such-ns'], asAdmin());
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toContain(
+      `error CS_CONFIG_NAMESPACE_ABSENT: namespace "no-such-ns" (from --namespace) does not exist on ${controlPlane().server}`,
+    );
+    expect(run.status).toBe(2);
+  });
+
   it('no namespace anywhere and no -A: a usage error, never the default namespace', async () => {
     const admin = parse(fs.readFileSync(controlPlane().adminKubeconfig, 'utf8')) as {
       contexts: { context: Record<string, unknown> }[];

@@ -360,6 +360,76 @@ describe('a kubeconfig exec credential plugin', () => {
     expect(error?.message).not.toContain('not json');
   });
 
+  /** The plugin's source with a short timing of the test's own; the notices it gave. */
+  async function timedSource(script: string, timeoutMs: number, noticeAfterMs: number) {
+    const dir = fs.mkdtempSync(path.join(tmp, 'exec-slow-'));
+    const plugin = path.join(dir, 'plugin.sh');
+    fs.writeFileSync(plugin, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+    const { execCredentialSource } = await import('../../src/kube/exec-credential.ts');
+    const notices: string[] = [];
+    const source = execCredentialSource({ command: plugin, args: [dir] }, 'u', undefined, Date.now, {
+      timeoutMs,
+      noticeAfterMs,
+      onWaiting: (message) => notices.push(message),
+    });
+    return { dir, plugin, source, notices };
+  }
+
+  it('one that hangs: said to be awaited, then stopped with all it started, and the run fails with its last stderr line', async () => {
+    const { dir, plugin, source, notices } = await timedSource(
+      'echo "opening a browser to log in" >&2; sleep 60 & echo $! > "$1/sleep.pid"; wait',
+      1500,
+      200,
+    );
+    const started = Date.now();
+    const error = await source.current().then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message?: string },
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(error?.code).toBe('CS_AUTH_EXEC_FAILED');
+    expect(error?.message).toContain(
+      'did not finish in 1.5 s; its last line on stderr: opening a browser to log in',
+    );
+    expect(notices).toEqual([
+      `waiting for the credential plugin "${plugin}" of kubeconfig user "u" (0.2 s so far; stopped after 1.5 s); if it needs a login, run it yourself first`,
+    ]);
+    // The `sleep` the script started went with it (its process group was killed).
+    const sleepPid = Number(fs.readFileSync(path.join(dir, 'sleep.pid'), 'utf8'));
+    const deadline = Date.now() + 3_000;
+    const alive = () => {
+      try {
+        return !fs.readFileSync(`/proc/${sleepPid}/stat`, 'utf8').includes(') Z ');
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive()).toBe(false);
+  });
+
+  it('one that is slow but answers: said to be awaited once, and its token used', async () => {
+    const { source, notices } = await timedSource(
+      'sleep 0.6; echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"slow-token"}}\'',
+      10_000,
+      200,
+    );
+    expect(await source.current()).toEqual({ token: 'slow-token' });
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toContain('waiting for the credential plugin');
+  });
+
+  it('one that answers at once: nothing said', async () => {
+    const { source, notices } = await timedSource(
+      'echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"fast"}}\'',
+      10_000,
+      2_000,
+    );
+    expect(await source.current()).toEqual({ token: 'fast' });
+    await new Promise((r) => setTimeout(r, 2_200));
+    expect(notices).toEqual([]);
+  });
+
   it('a token it returns is sent, and reused until it expires', async () => {
     const file = withPlugin(
       'echo run >> "$1/runs"; echo \'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token","expirationTimestamp":"2999-01-01T00:00:00Z"}}\'',

@@ -12,6 +12,7 @@ import { badOutputFormat, ConfigSyncError, EXIT } from '../../errors.ts';
 import { statusJson, statusText } from '../../fleet/format.ts';
 import { missedInjection, notInjectedRow, podRow, runsAgent, workloadRows } from '../../fleet/rows.ts';
 import { createKubeClient } from '../../kube/client.ts';
+import { namespaceAbsentError, namespacePresence } from '../../kube/namespace-presence.ts';
 import { resolveScope } from '../../kube/scope.ts';
 import { gatherScopeFacts } from '../../kube/scope-facts.ts';
 import { flagHelp } from '../flag-help.ts';
@@ -62,12 +63,16 @@ export const statusCommand: Command = {
       });
     }
     const selector = settings.string('selector')?.value;
-    const list = await createKubeClient(scope).get<V1PodList>(
+    const client = createKubeClient(scope);
+    const list = await client.get<V1PodList>(
       all || namespace === undefined ? { resource: 'pods' } : { resource: 'pods', namespace },
       selector ? { labelSelector: selector } : undefined,
     );
+    // No Pods in a namespace that does not exist is a typo, not an empty namespace.
+    if (!all && namespace && list.items.length === 0) {
+      if ((await namespacePresence(client, namespace)) === 'absent') throw namespaceAbsentError(scope);
+    }
     const agent = defaulted(settings, 'self-container').value;
-    const client = createKubeClient(scope);
     // The namespaces' labels, for Pods that asked for the sidecar and have none (the webhook
     // was down when they were made); a namespace the identity may not read tells nothing.
     const labels = new Map<string, Readonly<Record<string, string>> | undefined>();
