@@ -36,6 +36,19 @@ export interface AccessContext {
   readonly workload?: { readonly kind: WorkloadKind; readonly name: string };
 }
 
+/**
+ * The mark the admission policies find the agent by (deploy/sidecar/rbac/own-*-policy.yaml), in
+ * its Role whatever ServiceAccount that Role is bound to: a rule for a resource that does not
+ * exist, so it grants nothing. An identity allowed the mark's other verb, `unrestricted`, holds a
+ * wildcard rule (an administrator) and is not held.
+ */
+export const AGENT_MARK = {
+  verb: 'restricted',
+  group: 'config-sync.io',
+  resource: 'agents',
+  why: 'be held by the admission policies to a restart and its own Pod (a mark: it grants nothing)',
+} as const;
+
 export function requiredAccess(ctx: AccessContext): AccessNeed[] {
   const { namespace } = ctx;
   const needs: AccessNeed[] = [];
@@ -68,6 +81,7 @@ export function requiredAccess(ctx: AccessContext): AccessNeed[] {
     why: 'set the config-sync.io/InSync condition',
   });
   need({ verb: 'create', group: '', resource: 'events', pinName: false, why: 'emit Events on its Pod' });
+  need({ ...AGENT_MARK, pinName: false, why: AGENT_MARK.why });
   for (const ref of ctx.sources) {
     const resource = SOURCE_RESOURCE[ref.kind];
     for (const verb of ['get', 'list', 'watch']) {

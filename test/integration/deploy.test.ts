@@ -107,7 +107,7 @@ describe('kubectl apply -k deploy/sidecar into a Pod Security "restricted" names
       env: podEnv(layout, ns.name, name),
     });
     expect(res.stdout.split('\n')[0]).toBe(
-      `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (13 permissions checked)`,
+      `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (14 permissions checked)`,
     );
     expect(res.status).toBe(0);
   });

@@ -28,6 +28,7 @@ function agentRules(podName: string): V1PolicyRule[] {
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] },
     { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
     { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+    { apiGroups: ['config-sync.io'], resources: ['agents'], verbs: ['restricted'] },
     {
       apiGroups: [''],
       resources: ['configmaps'],
@@ -161,7 +162,7 @@ describe('doctor in a well-configured pod', () => {
     expect(run.stderr).toBe('');
     expect(run.status).toBe(0);
     expect(run.first).toBe(
-      `ok: config-sync can work in namespace "${ns.name}" as ${agent.username} (13 permissions checked)`,
+      `ok: config-sync can work in namespace "${ns.name}" as ${agent.username} (14 permissions checked)`,
     );
     expect(run.stdout).toContain(`namespace    ${ns.name}   from POD_NAMESPACE`);
     expect(run.stdout).toContain(`extra   authentication.kubernetes.io/pod-name=${pod.name}`);
@@ -294,7 +295,7 @@ describe('the motivating scenarios', () => {
       expect(run.status).toBe(3);
       // Nothing in its own namespace is allowed, not even reading its Pod: its sources are unknown.
       expect(run.first).toBe(
-        `problem: ${misplaced.username} may not get pods "${pod.name}" in namespace "${ns.name}" (and 3 more)`,
+        `problem: ${misplaced.username} may not get pods "${pod.name}" in namespace "${ns.name}" (and 4 more)`,
       );
       expect(run.stdout).toContain(`grant it with a Role and RoleBinding in namespace "${ns.name}"`);
       expect(run.stdout).toContain(`could not read Pod ${pod.name} (forbidden)`);

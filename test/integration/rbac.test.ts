@@ -138,7 +138,7 @@ describe('with exactly the shipped grants', () => {
       env: podEnv(layout, ns.name, webPod.name),
     });
     expect(res.stdout.split('\n')[0]).toBe(
-      `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (13 permissions checked)`,
+      `ok: config-sync can work in namespace "${ns.name}" as system:serviceaccount:${ns.name}:config-sync-agent (14 permissions checked)`,
     );
     expect(res.status).toBe(0);
   });

@@ -27,7 +27,23 @@ describe('requiredAccess -> rulesFor', () => {
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'], resourceNames: ['db'] },
       { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'patch'], resourceNames: ['web'] },
       { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get'] },
+      // The mark the admission policies find the agent by, whatever its ServiceAccount.
+      { apiGroups: ['config-sync.io'], resources: ['agents'], verbs: ['restricted'] },
     ]);
+  });
+
+  it('the mark in the Role is the one the shipped admission policies look for', async () => {
+    const fs = await import('node:fs');
+    for (const policy of ['own-pod-policy.yaml', 'own-workload-policy.yaml', 'own-rollout-policy.yaml']) {
+      const text = fs.readFileSync(new URL(`../../deploy/sidecar/rbac/${policy}`, import.meta.url), 'utf8');
+      expect(text).toContain(
+        "authorizer.group('config-sync.io').resource('agents').namespace(request.namespace).check('restricted').allowed()",
+      );
+    }
+    const role = fs.readFileSync(new URL('../../deploy/sidecar/rbac/role.yaml', import.meta.url), 'utf8');
+    expect(role).toContain(
+      '- apiGroups: ["config-sync.io"]\n    resources: ["agents"]\n    verbs: ["restricted"]',
+    );
   });
 
   it.each([
