@@ -100,6 +100,32 @@ async function expectNoDriftActedOn(admin: KubeConfig, a: AgentProcess) {
   expect(await templateAnnotations(admin, ns.name)).not.toHaveProperty(['config-sync.io/config-hash']);
 }
 
+/**
+ * Until both Pods of web record a match with `version` of web-config (the annotation the node
+ * agent writes with InSync): however the node agent got there (propagated within grace, or a
+ * drift its fresh read did not confirm), it caught up.
+ */
+async function bothMatched(version: string, a: AgentProcess): Promise<void> {
+  await waitFor(
+    async () => {
+      const list = await ns.admin
+        .makeApiClient(CoreV1Api)
+        .listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' });
+      return list.items.every(
+        (p) =>
+          p.metadata?.annotations?.['config-sync.io/matched-versions'] === `ConfigMap/web-config@${version}`,
+      )
+        ? true
+        : undefined;
+    },
+    {
+      what: 'both Pods matched on the new version',
+      timeoutMs: 40_000,
+      onTimeout: () => a.raw.slice(-25).join('\n'),
+    },
+  );
+}
+
 describe('the node agent under API faults', () => {
   it('a partition while a change is made and kubelet delivers it: no drift, no restart, for either Pod', async () => {
     const pods = await setUp(ns.admin, false, ['--grace', '2s']);
@@ -114,25 +140,7 @@ describe('the node agent under API faults', () => {
     // and it cannot confirm: Unknown, never Drifted.
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     sim.proxy.resume();
-    await waitFor(
-      async () => {
-        const list = await ns.admin
-          .makeApiClient(CoreV1Api)
-          .listNamespacedPod({ namespace: ns.name, labelSelector: 'app=web' });
-        return list.items.every(
-          (p) =>
-            p.metadata?.annotations?.['config-sync.io/matched-versions'] ===
-            `ConfigMap/web-config@${version}`,
-        )
-          ? true
-          : undefined;
-      },
-      {
-        what: 'both Pods matched on the new version',
-        timeoutMs: 40_000,
-        onTimeout: () => a.raw.slice(-25).join('\n'),
-      },
-    );
+    await bothMatched(version, a);
     await expectNoDriftActedOn(ns.admin, a);
   }, 90_000);
 
@@ -141,15 +149,15 @@ describe('the node agent under API faults', () => {
     const a = agent as AgentProcess;
     sim.proxy.answerGone(5);
     sim.proxy.endWatches();
-    await updateConfig(ns.admin, ns.name, { 'app.yaml': 'level: warn\n', 'log.yaml': 'format: json\n' });
+    const version = await updateConfig(ns.admin, ns.name, {
+      'app.yaml': 'level: warn\n',
+      'log.yaml': 'format: json\n',
+    });
     for (const p of pods) await propagateVolume(ns.admin, sim.kubeletRoot, p, 'config');
     await waitFor(() => (sim.proxy.requests.some((r) => r.gone) ? true : undefined), {
       what: 'a watch answered 410',
     });
-    await waitFor(() => (a.lines.filter((l) => l.msg === 'propagated').length >= 2 ? true : undefined), {
-      what: 'both Pods caught up',
-      timeoutMs: 30_000,
-    });
+    await bothMatched(version, a);
     expect(
       sample(await a.metrics(), 'config_sync_api_watch_restarts_total', {
         kind: 'ConfigMap',
