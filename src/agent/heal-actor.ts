@@ -4,22 +4,27 @@
 // not restart (for the InSync condition), and its failures in a row.
 //
 // act(), step by step:
-//  (1) the owning workload and the Pod as read beside the sources' confirmation (given by the
-//      caller, so the restart waits for one round trip fewer), or read now; the Pod is read
-//      again because a deletion comes long after the start, and a Pod being deleted does not
-//      restart its workload (planner step 3b);
-//  (2) plan and gate; a read the plan needed that failed is a HealFailed Event (once per kind of
-//      failure) and a failed heal;
+//  (1) the owning workload as read beside the sources' confirmation (given by the caller, so the
+//      restart waits for one round trip fewer), or read now; plan with the Pod as last read;
+//  (2) the reads only some plans rest on, made for those alone, then plan again: the Pod, for a
+//      restart (a deletion comes long after the start, and a Pod being deleted does not restart
+//      its workload, planner step 3b); the ReplicaSet's revision, for a dedupe because a rollout
+//      replaces the Pod (6d: a rollback renumbers it). Most replicas of a drift find a sibling's
+//      restart made, and need neither;
+//  (2b) gate; a read the plan needed that failed is a HealFailed Event (once per kind of failure)
+//      and a failed heal;
 //  (3) restart: the patch; a 409 wakes the reconciler to plan again at once; a refusal or no
 //      answer is a failed heal;
 //  (4) anything else (dedupe, alert, hold): told once per distinct plan; a plan the policy
-//      server could not decide is a failed heal.
+//      server could not decide is a failed heal. A sibling's restart that heals this drift is
+//      told by log line and metric, with no Event: every replica but one finds it, at once.
 // A failed heal is tried again after a backoff of 5 s doubling to 5 min (retry.ts), not at the
 // next --resync; `failed` also tells reload mode its fallback restart is still owed.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { restartWorkload } from '../heal/executor.ts';
-import type { OwnerState, Plan } from '../heal/planner.ts';
+import type { OwnerReadOptions } from '../heal/owner.ts';
+import { healedBySibling, type OwnerState, type Plan } from '../heal/planner.ts';
 import {
   actionKey,
   conditionNote,
@@ -37,11 +42,15 @@ import { gateRestart } from './policy-gate.ts';
 import { Backoff } from './retry.ts';
 import type { Runtime } from './runtime.ts';
 
-/** How the act went: `conflict`, a 409 (plan again); `failed`, tried again at `retryAt`. */
+/**
+ * How the act went: `conflict`, a 409 (plan again); `failed`, tried again at `retryAt`;
+ * `siblingRestarted`, a sibling replica's restart for this config heals the drift.
+ */
 export interface HealOutcome {
   readonly retryAt?: number;
   readonly conflict?: boolean;
   readonly failed?: boolean;
+  readonly siblingRestarted?: boolean;
 }
 
 export interface HealActorDeps {
@@ -52,7 +61,7 @@ export interface HealActorDeps {
   readonly log: Logger;
   readonly clock: () => number;
   /** The owning workload as the API has it now (heal/owner.ts, ownerResolver). */
-  readonly currentOwner: () => Promise<OwnerState>;
+  readonly currentOwner: (options?: OwnerReadOptions) => Promise<OwnerState>;
   /** The Pod as the API has it now; undefined if it could not be read. */
   readonly readPod: () => Promise<V1Pod | undefined>;
   /** Plan again at once (a 409). */
@@ -92,19 +101,21 @@ export class HealActor {
     let plan: Plan;
     try {
       // (1)
-      const [ownerState, ownPod] = await Promise.all([
-        owner ?? this.deps.currentOwner(),
-        pod ?? this.deps.readPod(),
-      ]);
+      let ownerState = await (owner ?? this.deps.currentOwner());
+      let ownPod = (await pod) ?? rt.pod;
+      const planned = () => planFor(rt, verdicts, ownerState, lookup, now, ownPod);
+      plan = planned();
       // (2)
-      plan = await gateRestart(
-        rt,
-        planFor(rt, verdicts, ownerState, lookup, now, ownPod ?? rt.pod),
-        ownerState,
-        lookup,
-        now,
-        this.deps.signal,
-      );
+      if (plan.rollingOut && ownerState.type === 'workload' && ownerState.workload.podSuperseded?.cached) {
+        ownerState = await this.deps.currentOwner({ recheckRevision: true });
+        plan = planned();
+      }
+      if (plan.decision === 'restart' && pod === undefined) {
+        ownPod = (await this.deps.readPod()) ?? rt.pod;
+        plan = planned();
+      }
+      // (2b)
+      plan = await gateRestart(rt, plan, ownerState, lookup, now, this.deps.signal);
       this.refusal = conditionNote(plan);
     } catch (error) {
       const key = `failed:${(error as { code?: string }).code}`;
@@ -141,18 +152,22 @@ export class HealActor {
     }
     // (4)
     const report = planReport(plan, repeated);
+    const bySibling = healedBySibling(plan);
     this.lastKey = key;
-    if (report) await this.tell(report);
+    if (report) await this.tell(report, !bySibling);
     if (plan.undecided) return this.failed();
     this.backoff.succeeded();
-    return plan.retryAt === undefined ? {} : { retryAt: plan.retryAt };
+    return {
+      ...(plan.retryAt === undefined ? {} : { retryAt: plan.retryAt }),
+      ...(bySibling ? { siblingRestarted: true } : {}),
+    };
   }
 
-  /** Performs a heal report (heal/report.ts): the metric, the log line, the Event. */
-  private async tell(report: HealReport): Promise<void> {
+  /** Performs a heal report (heal/report.ts): the metric, the log line, the Event (where `withEvent`). */
+  private async tell(report: HealReport, withEvent = true): Promise<void> {
     this.deps.metrics.heals.inc(report.metric);
     this.deps.log[report.log.level](report.log.fields, report.log.msg);
-    if (report.event)
+    if (report.event && withEvent)
       await this.deps.events.emit(report.event.reason, report.event.message, report.event.type);
   }
 

@@ -61,6 +61,10 @@ export function startPodLoop(deps: PodLoopDeps, signal: AbortSignal): PodLoop {
   const payloadDigests = new PayloadDigests();
   const readVolume = volumeReader(Date.now, volumeEntries.version, payloadDigests.take);
   let watchTrustedSince = clock();
+  // The owner chain is found now, while nothing else is asked of the API: at a drift, every
+  // replica asks at once (heal/owner.ts, ownerResolver).
+  const owner = ownerResolver(rt.client, rt.namespace, rt.pod);
+  void owner.warm();
 
   const reconciler = createReconciler({
     rt,
@@ -71,7 +75,7 @@ export function startPodLoop(deps: PodLoopDeps, signal: AbortSignal): PodLoop {
     clock,
     heartbeatMs: options.heartbeatMs,
     startedAt: deps.startedAt,
-    currentOwner: ownerResolver(rt.client, rt.namespace, rt.pod),
+    currentOwner: owner.read,
     wake: () => wakeup.wake(),
     signal,
   });

@@ -6,30 +6,33 @@
 // tracker (container-starts.ts), reload mode's controller (reload-controller.ts).
 //
 // A pass (reconcile), step by step:
-//  (1) verify every target against the cached API state; where that finds drift, confirm the
-//      sources behind it with a quorum read, read the Pod's container starts again where a
-//      drifted target depends on them, and decide again on that (confirmView); record the
-//      pass's metrics and any new start baseline (baseline-recorder.ts);
+//  (1) verify every target against the cached API state (a drift is called past its window
+//      plus this Pod's spread, heal/spread.ts); where that finds drift, confirm the sources
+//      behind it with a quorum read, read the Pod's container starts again where a drifted
+//      target depends on them, and decide again on that (confirm-drift.ts); record the pass's
+//      metrics and any new start baseline (baseline-recorder.ts);
 //  (2) in reload mode, once all is in sync, tell the app (first: it is what the user waits for);
 //  (3) log each verdict that changed, and the propagation time of what just caught up;
-//  (4) if anything drifted, act (heal-actor.ts) with the owner and Pod read beside the
-//      confirmation; in reload mode, wait for the app's answer;
+//  (4) if anything drifted, act (heal-actor.ts) with the owner read beside the confirmation;
+//      in reload mode, wait for the app's answer; then send the Drifted Events, unless a
+//      sibling's restart already heals the drift (its Pod's Events tell the story, once);
 //  (5) write the InSync condition and last-config-sync if due (status-writer.ts);
 //  (6) read the Pod again for a container start still pending; send again the Events whose
 //      create failed, once their backoff is over;
 //  (7) return the earliest deadline (a grace window, a retry, that read) for the loop's sleep.
 import type { Logger } from 'pino';
-import { referencedSources } from '../discover/targets.ts';
+import type { OwnerReadOptions } from '../heal/owner.ts';
 import type { OwnerState } from '../heal/planner.ts';
+import { restartSpreadMs } from '../heal/spread.ts';
 import type { SourceLookup } from '../verify/expected.ts';
-import { refKey } from '../verify/source.ts';
-import { type TargetMemory, targetId } from '../verify/verdict.ts';
+import type { TargetMemory } from '../verify/verdict.ts';
 import type { Confirmation } from '../watch/source-cache.ts';
 import { BaselineRecorder } from './baseline-recorder.ts';
+import { confirmDrift } from './confirm-drift.ts';
 import { ContainerStartsTracker } from './container-starts.ts';
 import { EventOutbox } from './event-outbox.ts';
-import { HealActor } from './heal-actor.ts';
-import { isDrift, type PassResult, readsContainerStarts, type VolumeReader, verifyPass } from './pass.ts';
+import { HealActor, type HealOutcome } from './heal-actor.ts';
+import { isDrift, type PassResult, type VolumeReader, verifyPass } from './pass.ts';
 import { countPass, type PodMetrics } from './pod-metrics.ts';
 import { reloadController } from './reload-controller.ts';
 import { podReader, type Runtime } from './runtime.ts';
@@ -56,7 +59,7 @@ export interface ReconcilerDeps {
   /** When the agent began serving this Pod (its process's start, for the sidecar). */
   readonly startedAt: number;
   /** The owning workload as the API has it now (heal/owner.ts, ownerResolver). */
-  readonly currentOwner: () => Promise<OwnerState>;
+  readonly currentOwner: (options?: OwnerReadOptions) => Promise<OwnerState>;
   /** Run the pass again at once. */
   readonly wake: () => void;
   readonly signal: AbortSignal;
@@ -78,6 +81,13 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     : undefined;
   let memory = new Map<string, TargetMemory>();
   let lastTold = new Map<string, string>();
+  // Drifted Events told by a pass but not sent yet: they wait for the heal's outcome (step 4).
+  let unsentDrift: string[] = [];
+  // A decision that restarts races this Pod's siblings; alert-only mode restarts nothing.
+  const windows = {
+    ...rt.config.verify,
+    spreadMs: rt.config.heal.mode === 'alert-only' ? 0 : restartSpreadMs(podRef?.uid),
+  };
   let ready = false;
 
   const readPod = podReader(rt);
@@ -139,45 +149,15 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       volumePath: rt.volumePath,
       baselines: baselines.current(),
       memory,
-      windows: rt.config.verify,
+      windows,
       fingerprint: rt.fingerprint,
       now,
       ...(rt.seesAppMounts ? { seesAppMounts: true } : {}),
     });
   }
 
-  // (1) Drift is an accusation that leads to a restart, so before it stands, every source behind
-  // a drifted target is confirmed with a quorum read (which corrects a stale copy), the Pod's
-  // container starts are read again where a drifted target depends on them (env and subPath
-  // targets), and the pass is decided again on that. A source the API could not confirm is
-  // Unknown for this pass. The owning workload and the Pod are read at the same time: if the
-  // drift stands, the plan needs both, and reading them after the confirmation was one more
-  // round trip before the restart.
-  // `seen`: the states the pass used. A view shared with other Pods (the node agent's) may be
-  // corrected by another Pod's confirmation first, and this one then corrects nothing: so decide
-  // again whenever a state used was replaced since (a false restart on the stale pass, before).
-  async function confirmView(pass: PassResult, now: number, seen: readonly unknown[]) {
-    const drifted = new Set(pass.verdicts.filter(isDrift).map((v) => v.target));
-    if (drifted.size === 0) return { pass };
-    const driftedTargets = rt.targets.filter((t) => drifted.has(targetId(t)));
-    const owner = deps.currentOwner();
-    owner.catch(() => {}); // act() reports a failed read; unawaited when the drift goes away
-    const pod = readPod();
-    const [{ corrected, unconfirmed }, restarted] = await Promise.all([
-      view.confirm(referencedSources(driftedTargets)),
-      driftedTargets.some((t) => readsContainerStarts(t, rt.seesAppMounts))
-        ? pod.then((p) => starts.refresh(p))
-        : false,
-    ]);
-    const replaced = rt.sources.some((ref, i) => lookup(ref) !== seen[i]);
-    if (!corrected && !replaced && !restarted && unconfirmed.size === 0) return { pass, owner, pod };
-    return {
-      pass: runPass((ref) => unconfirmed.get(refKey(ref)) ?? lookup(ref), now),
-      owner,
-      pod,
-      unconfirmed: unconfirmed.size > 0,
-    };
-  }
+  const confirmView = (pass: PassResult, now: number, seen: readonly unknown[]) =>
+    confirmDrift({ rt, view, currentOwner: deps.currentOwner, readPod, starts, runPass }, pass, now, seen);
 
   async function reconcile(): Promise<number | undefined> {
     const now = clock();
@@ -203,14 +183,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     reload?.confirmLast(allInSync);
     const reloading = reload && allInSync ? reload.afterInSync(pass.verdicts, now) : undefined;
 
-    // (3) The Drifted Events are sent without holding the restart back; the pass waits for them
-    // before it ends.
+    // (3)
     const { news, told } = verdictNews(lastTold, pass.verdicts);
     lastTold = told;
-    const driftEvents: Promise<void>[] = [];
     for (const { verdict: v, level, event } of news) {
       log[level]({ target: v.target, state: v.state, reason: v.reason, mismatches: v.mismatches }, v.message);
-      if (event) driftEvents.push(events.emit('Drifted', event, 'Warning'));
+      if (event) unsentDrift.push(event);
     }
     for (const v of pass.verdicts) {
       if (v.propagationSeconds !== undefined) {
@@ -219,11 +197,22 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       }
     }
 
-    // (4)
+    // (4) The Drifted Events wait for the heal's outcome, not the restart for them. Where a
+    // sibling's restart heals this drift, this Pod sends none: with 50 replicas, 50 Drifted and
+    // 49 Deduped Events were 100 of the drift's 500 requests, and told nothing the restarting
+    // Pod's Drifted and Healed do not (each Pod's InSync condition and log still say it). A
+    // conflict plans again at once: its Events wait for that plan.
     let retryAt: number | undefined;
-    if (drifted.length > 0) ({ retryAt } = await healer.act(pass.verdicts, now, owner, pod));
+    let outcome: HealOutcome = {};
+    if (drifted.length > 0) outcome = await healer.act(pass.verdicts, now, owner, pod);
+    ({ retryAt } = outcome);
     if (reloading) ({ retryAt } = await reloading);
-    await Promise.all(driftEvents);
+    if (!outcome.conflict) {
+      const drift = unsentDrift;
+      unsentDrift = [];
+      if (!outcome.siblingRestarted)
+        await Promise.all(drift.map((message) => events.emit('Drifted', message, 'Warning')));
+    }
     // (5)
     await status.write(pass.verdicts, matchedVersions(rt.sources, lookup), now, healer.note());
     ready = true;

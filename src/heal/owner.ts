@@ -219,15 +219,18 @@ export function supersededRevisions(
  * The workload as the planner needs it: the annotations a restart writes, where its kind keeps
  * them (the restart patch applies only while they are as read), its labels, its rollout state,
  * whether a restart would replace any Pod now, whether the Pod (of `podRevision`) is of an older
- * template than the workload's, and its resourceVersion (shown in the plan).
+ * template than the workload's, and its resourceVersion (shown in the plan). `revisionCached`:
+ * `podRevision` is as cached when the chain was found, not read again (ownerResolver).
  */
 export function workloadState(
   kind: WorkloadKind,
   name: string,
   obj: WorkloadObject,
   podRevision?: string,
+  revisionCached = false,
 ): OwnerState {
   const kept = restartAnnotationsOf(kind, obj);
+  const superseded = supersededRevisions(kind, obj, podRevision);
   return {
     type: 'workload',
     workload: {
@@ -240,7 +243,7 @@ export function workloadState(
       ...definedOnly({
         rolloutHeld: rolloutHeldBy(kind, obj),
         updatePartition: updatePartitionOf(kind, obj),
-        podSuperseded: supersededRevisions(kind, obj, podRevision),
+        podSuperseded: superseded && (revisionCached ? { ...superseded, cached: true as const } : superseded),
       }),
     },
   };
@@ -270,27 +273,46 @@ export async function resolveOwner(
   return readWorkload(client, namespace, owner.kind, owner.name, owner.podRevision);
 }
 
+/** How the agent reads its owner (ownerResolver). */
+export interface OwnerReadOptions {
+  /**
+   * Read the ReplicaSet again where the workload's revision is not the one cached for the Pod:
+   * a rollback reuses the ReplicaSet of the template it goes back to, and gives it the new
+   * revision number. Without it the cached revision is used, and the state says so
+   * (podSuperseded.cached).
+   */
+  readonly recheckRevision?: boolean;
+}
+
+export interface OwnerResolver {
+  /** The owning workload as the API has it now: one read of the workload. */
+  read(options?: OwnerReadOptions): Promise<OwnerState>;
+  /**
+   * Finds the chain (Pod -> ReplicaSet -> workload) now, at the agent's start: a drift then
+   * costs the workload's read alone. A failure is left for read() to meet and report.
+   */
+  warm(): Promise<void>;
+}
+
 /**
- * The agent's owner lookup. The chain (Pod -> ReplicaSet -> workload) is found once: it does not
- * change during a Pod's life, and reading the ReplicaSet again on every heal was one round trip
- * more between a change and its restart. The workload itself is read every time (its
- * resourceVersion and restart annotations make the plan); if it is gone, the chain is found again.
- * Where the workload's revision is not the one the ReplicaSet had, the ReplicaSet is read again
- * before the Pod counts as superseded: a rollback reuses the ReplicaSet of the template it goes
- * back to, and gives it the new revision number.
+ * The agent's owner lookup. The chain (Pod -> ReplicaSet -> workload) is found once, at the
+ * start: it does not change during a Pod's life, and reading the ReplicaSet at a drift was one
+ * request more from every replica at the same moment. The workload itself is read every time
+ * (its restart annotations and rollout state make the plan); if it is gone, the chain is found
+ * again. Where the workload's revision is not the one the ReplicaSet had, the Pod counts as
+ * superseded by the cached revision, marked so: only a plan that rests on it (a rollout
+ * replacing the Pod, planner step 6d) reads the ReplicaSet again (recheckRevision). After a
+ * sibling's restart every replica sees a new revision, and reading 49 ReplicaSets to learn what
+ * the dedupe did not need was most of a fleet's requests after the restart.
  */
-export function ownerResolver(
-  client: KubeClient,
-  namespace: string,
-  pod: V1Pod | undefined,
-): () => Promise<OwnerState> {
+export function ownerResolver(client: KubeClient, namespace: string, pod: V1Pod | undefined): OwnerResolver {
   let found: Extract<ResolvedOwner, { type: 'workload' }> | undefined;
   const find = async (p: V1Pod) => {
     const owner = await findOwner(client, namespace, p);
     if (owner.type === 'workload') found = owner;
     return owner;
   };
-  return async () => {
+  async function read(options: OwnerReadOptions = {}): Promise<OwnerState> {
     if (!found && pod) {
       const owner = await find(pod);
       if (owner.type === 'unsupported') return owner;
@@ -304,8 +326,17 @@ export function ownerResolver(
       if (apiStatus(error) === 404) found = undefined;
       throw error;
     }
-    if (pod && WORKLOADS[kind].viaReplicaSet && supersededRevisions(kind, obj, found.podRevision))
-      await find(pod);
-    return workloadState(kind, name, obj, found?.podRevision);
+    const cached = Boolean(
+      pod && WORKLOADS[kind].viaReplicaSet && supersededRevisions(kind, obj, found.podRevision),
+    );
+    if (cached && options.recheckRevision && pod) await find(pod);
+    return workloadState(kind, name, obj, found?.podRevision, cached && !options.recheckRevision);
+  }
+  return {
+    read,
+    warm: async () => {
+      if (found || !pod) return;
+      await find(pod).catch(() => undefined);
+    },
   };
 }

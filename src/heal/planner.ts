@@ -40,7 +40,12 @@ export interface WorkloadState {
    * current one: a rollout to that template replaces it (owner.ts, supersededRevisions). The
    * revisions: a Deployment's numbers, a StatefulSet's revision names.
    */
-  readonly podSuperseded?: { readonly podRevision: string; readonly revision: string };
+  readonly podSuperseded?: {
+    readonly podRevision: string;
+    readonly revision: string;
+    /** The Pod's revision as cached, not read again: a plan that rests on it reads it first. */
+    readonly cached?: true;
+  };
 }
 
 /** Why a restart of the workload would not replace this Pod (steps 6b, 6c). */
@@ -332,6 +337,11 @@ export function planHeal(input: PlanInput): Plan {
     ],
     ...(paused ? { paused } : {}),
   };
+}
+
+/** A sibling replica's restart for this config heals the drift: step (6)'s dedupe, not (6d)'s rollout. */
+export function healedBySibling(plan: Plan): boolean {
+  return plan.decision === 'deduped' && !plan.rollingOut;
 }
 
 /**

@@ -64,6 +64,11 @@ export interface VerifyWindows {
   readonly graceMs: number;
   /** How long to wait before calling a never-updated target (subPath, env, immutable) drifted. */
   readonly debounceMs: number;
+  /**
+   * How much longer this agent waits past either window (heal/spread.ts): sibling replicas then
+   * decide one after another, not all at once. Not part of the window the messages name.
+   */
+  readonly spreadMs?: number;
 }
 
 export interface VerifyPolicy extends VerifyWindows {
@@ -152,7 +157,8 @@ export function compareVolume(
  *  (4) a mismatch: its window starts at the last API change (so an agent that starts late, or a
  *      one-shot command, still knows how long kubelet has had), else at the first sighting;
  *  (5) the window is the grace period for a volume kubelet updates, the short debounce for what
- *      kubelet never updates (a subPath file, environment variables, an immutable source);
+ *      kubelet never updates (a subPath file, environment variables, an immutable source); the
+ *      agent's spread (heal/spread.ts) is added to either;
  *  (6) inside the window -> Propagating; past it -> Drifted (Missing/FileMissing when every
  *      mismatch is a missing file).
  */
@@ -261,7 +267,7 @@ export function decide(
   // (5)
   const neverUpdated = target.type === 'env' || target.subPath !== undefined || expectation.immutable;
   const windowMs = neverUpdated ? policy.debounceMs : policy.graceMs;
-  const deadline = since + windowMs;
+  const deadline = since + windowMs + (policy.spreadMs ?? 0);
   const summary = mismatches
     .slice(0, 3)
     .map(

@@ -11,8 +11,11 @@ import type { Runtime } from '../../src/agent/runtime.ts';
 import { matchedVersions, StatusWriter } from '../../src/agent/status-writer.ts';
 import type { Target } from '../../src/discover/targets.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
-import type { OwnerState } from '../../src/heal/planner.ts';
+import type { OwnerReadOptions } from '../../src/heal/owner.ts';
+import type { OwnerState, WorkloadState } from '../../src/heal/planner.ts';
+import { ANNOTATION } from '../../src/kube/annotations.ts';
 import { createLogger } from '../../src/log.ts';
+import { configVersion } from '../../src/verify/expected.ts';
 import type { SourceState } from '../../src/verify/source.ts';
 import type { Verdict } from '../../src/verify/verdict.ts';
 
@@ -302,5 +305,94 @@ describe('the heal actor', () => {
     const third = await actor.act(drifted, now);
     expect((third.retryAt as number) - now).toBeLessThanOrEqual(6_000);
     expect(calls.filter((c) => (c.body as { reason?: string })?.reason === 'HealFailed')).toHaveLength(2);
+  });
+  // What one replica of a drift spends: a sibling's restart made is found with the workload's
+  // read alone; the Pod is read only before a restart, the ReplicaSet only for a rollout's dedupe.
+  describe('reads only what its plan rests on', () => {
+    const now = 100_000;
+    const expected = configVersion(() => undefined, []);
+    const workload = (extra: Partial<WorkloadState> = {}): OwnerState => ({
+      type: 'workload',
+      workload: {
+        kind: 'Deployment',
+        name: 'web',
+        resourceVersion: '7',
+        restartAnnotations: null,
+        ...extra,
+      },
+    });
+    function actorWith(owners: OwnerState[], pod: V1Pod = { metadata: { name: 'web-1', uid: 'u-1' } }) {
+      const { client, calls } = fakeClient();
+      const { log, lines } = memoryLog();
+      const ownerReads: (OwnerReadOptions | undefined)[] = [];
+      let podReads = 0;
+      const actor = new HealActor({
+        rt: rt(client),
+        lookup: () => undefined,
+        events: new EventOutbox({ client, pod: POD, log, clock: () => now }),
+        metrics: { heals: { inc: () => {} } },
+        log,
+        clock: () => now,
+        currentOwner: async (options) => {
+          ownerReads.push(options);
+          return owners[Math.min(ownerReads.length - 1, owners.length - 1)] as OwnerState;
+        },
+        readPod: async () => {
+          podReads += 1;
+          return pod;
+        },
+        wake: () => {},
+        signal: new AbortController().signal,
+      });
+      return { actor, calls, lines, ownerReads, reads: () => podReads };
+    }
+
+    it("a sibling's restart for this config: no Pod read, no Event, and the outcome says so", async () => {
+      const done = workload({
+        restartAnnotations: {
+          [ANNOTATION.configHash]: expected,
+          [ANNOTATION.restartedAt]: new Date(now - 1_000).toISOString(),
+        },
+      });
+      const { actor, calls, lines, ownerReads, reads } = actorWith([done]);
+      const outcome = await actor.act(drifted, now);
+      expect(outcome).toEqual({ siblingRestarted: true });
+      expect(ownerReads).toEqual([undefined]);
+      expect(reads()).toBe(0);
+      expect(calls).toEqual([]);
+      expect(lines.map((l) => l.msg)).toContain('a sibling already restarted the workload');
+    });
+
+    it('a restart: the Pod is read first, and a Pod being deleted restarts nothing', async () => {
+      const deleting = { metadata: { name: 'web-1', uid: 'u-1', deletionTimestamp: new Date(now) } };
+      const gone = actorWith([workload()], deleting);
+      const outcome = await gone.actor.act(drifted, now);
+      expect(gone.reads()).toBe(1);
+      expect(gone.calls.filter((c) => c.verb === 'patch')).toEqual([]);
+      expect(outcome.siblingRestarted).toBeUndefined();
+      expect(gone.lines.map((l) => l.msg)).toContain('not restarting: PodTerminating');
+
+      const live = actorWith([workload()]);
+      expect(await live.actor.act(drifted, now)).toEqual({});
+      expect(live.reads()).toBe(1);
+      expect(live.calls.filter((c) => c.verb === 'patch')).toHaveLength(1);
+    });
+
+    it("a dedupe on the Pod's cached revision reads the ReplicaSet again first: a rollback renumbers it", async () => {
+      const cached = workload({ podSuperseded: { podRevision: '1', revision: '3', cached: true } });
+      // Read again, the Pod's ReplicaSet is the workload's current one (a rollback to it).
+      const { actor, calls, ownerReads } = actorWith([cached, workload()]);
+      await actor.act(drifted, now);
+      expect(ownerReads).toEqual([undefined, { recheckRevision: true }]);
+      expect(calls.filter((c) => c.verb === 'patch')).toHaveLength(1);
+
+      // Read again and still superseded: deduped by the rollout, no restart.
+      const superseded = workload({ podSuperseded: { podRevision: '1', revision: '3' } });
+      const again = actorWith([cached, superseded]);
+      const outcome = await again.actor.act(drifted, now);
+      expect(again.ownerReads).toHaveLength(2);
+      expect(again.calls.filter((c) => c.verb === 'patch')).toEqual([]);
+      expect(outcome.siblingRestarted).toBeUndefined();
+    });
   });
 });

@@ -87,6 +87,25 @@ describe('volume targets', () => {
     expect(memory).toEqual({ lastState: 'Propagating', mismatchSince: T0 + 10_000 });
   });
 
+  it("the agent's spread is added to the window, which the messages still name as set", () => {
+    const target = volume();
+    const stale = onDisk({ 'a.yaml': 'x: 1' });
+    const spread = { ...policy, spreadMs: 700 };
+    const decideAt = (now: number) =>
+      decide(
+        target,
+        expectVolume(target, lookupOf(present(cm({ 'a.yaml': 'x: 2' })))),
+        stale,
+        {},
+        now,
+        spread,
+      ).verdict;
+    expect(decideAt(T0 + 90_500)).toMatchObject({ state: 'Propagating', deadline: T0 + 90_700 });
+    expect(decideAt(T0 + 90_500).message).toContain('within the 90s window');
+    expect(decideAt(T0 + 90_700)).toMatchObject({ state: 'Drifted', reason: 'ContentDrift' });
+    expect(decideAt(T0 + 90_700).message).toContain('past the 90s grace');
+  });
+
   it('Propagating -> InSync measures the propagation time from the API change', () => {
     const { verdict } = run(
       volume(),

@@ -5,6 +5,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { restartPatch } from '../../src/heal/executor.ts';
 import {
+  ownerResolver,
   podOrdinalOf,
   podOwnerStep,
   replicaSetOwnerStep,
@@ -17,6 +18,7 @@ import { type PlanInput, planHeal } from '../../src/heal/planner.ts';
 import { injectManifests } from '../../src/inject/inject.ts';
 import { DEFAULT_SIDECAR } from '../../src/inject/sidecar.ts';
 import { ANNOTATION } from '../../src/kube/annotations.ts';
+import type { KubeClient } from '../../src/kube/client.ts';
 import { requiredAccess, rulesFor } from '../../src/kube/permissions.ts';
 import {
   RESTARTABLE_KINDS,
@@ -214,6 +216,76 @@ describe('a pod of an older pod template (supersededRevisions)', () => {
       podRevision: '4',
       revision: '5',
     });
+  });
+});
+
+describe("the agent's owner lookup (ownerResolver)", () => {
+  // A client that answers the ReplicaSet and the Deployment, and records what it was asked.
+  function apiWith(deployment: object, rsRevision: string) {
+    const asked: string[] = [];
+    const client = {
+      get: async (target: { resource: string }) => {
+        asked.push(target.resource);
+        if (target.resource === 'replicasets')
+          return {
+            metadata: {
+              ...owned('apps/v1', 'Deployment', 'web'),
+              annotations: { 'deployment.kubernetes.io/revision': rsRevision },
+            },
+          };
+        return deployment;
+      },
+    } as unknown as KubeClient;
+    return { client, asked };
+  }
+  const webPod = pod('apps/v1', 'ReplicaSet', 'web-5d8f');
+  const atRevision = (revision: string) => ({
+    metadata: { resourceVersion: '9', annotations: { 'deployment.kubernetes.io/revision': revision } },
+  });
+
+  it('finds the chain at the start, then reads the workload alone', async () => {
+    const { client, asked } = apiWith(atRevision('2'), '2');
+    const owner = ownerResolver(client, 'shop', webPod);
+    await owner.warm();
+    expect(asked).toEqual(['replicasets']);
+    const state = await owner.read();
+    expect(state).toMatchObject({ type: 'workload', workload: { kind: 'Deployment', name: 'web' } });
+    expect(asked).toEqual(['replicasets', 'deployments']);
+  });
+
+  it('a newer revision: superseded by the cached revision, marked so; the ReplicaSet is read again when asked', async () => {
+    const { client, asked } = apiWith(atRevision('3'), '2');
+    const owner = ownerResolver(client, 'shop', webPod);
+    await owner.warm();
+    const cached = await owner.read();
+    expect(cached.type === 'workload' && cached.workload.podSuperseded).toEqual({
+      podRevision: '2',
+      revision: '3',
+      cached: true,
+    });
+    expect(asked).toEqual(['replicasets', 'deployments']);
+    const checked = await owner.read({ recheckRevision: true });
+    expect(checked.type === 'workload' && checked.workload.podSuperseded).toEqual({
+      podRevision: '2',
+      revision: '3',
+    });
+    expect(asked).toEqual(['replicasets', 'deployments', 'deployments', 'replicasets']);
+  });
+
+  it('a ReplicaSet that could not be read at the start is read at the first use', async () => {
+    const { client, asked } = apiWith(atRevision('2'), '2');
+    let refuse = true;
+    const flaky = {
+      get: async (target: { resource: string }) => {
+        if (refuse) throw new Error('no answer');
+        return client.get(target as never);
+      },
+    } as unknown as KubeClient;
+    const owner = ownerResolver(flaky, 'shop', webPod);
+    await owner.warm();
+    refuse = false;
+    expect(await owner.read()).toMatchObject({ type: 'workload' });
+    expect(asked).toEqual(['replicasets', 'deployments']);
   });
 });
 
