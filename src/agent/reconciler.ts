@@ -26,7 +26,7 @@ import type { OwnerState } from '../heal/planner.ts';
 import { restartSpreadMs } from '../heal/spread.ts';
 import type { SourceLookup } from '../verify/expected.ts';
 import type { TargetMemory } from '../verify/verdict.ts';
-import type { Confirmation } from '../watch/source-cache.ts';
+import type { Confirmation } from '../watch/confirm-sources.ts';
 import { BaselineRecorder } from './baseline-recorder.ts';
 import { confirmDrift } from './confirm-drift.ts';
 import { ContainerStartsTracker } from './container-starts.ts';

@@ -26,7 +26,7 @@ import type { SourceRef } from '../kube/resources.ts';
 import { DATA_LINK } from '../read/volume.ts';
 import { configHash, configVersion, type SourceLookup } from '../verify/expected.ts';
 import { targetId, type Verdict } from '../verify/verdict.ts';
-import type { Confirmation } from '../watch/source-cache.ts';
+import type { Confirmation } from '../watch/confirm-sources.ts';
 import type { HealOutcome } from './heal-actor.ts';
 import type { ContainerStarts } from './pass.ts';
 import type { PodMetrics } from './pod-metrics.ts';

@@ -3,17 +3,15 @@
 // last such Pod goes. Twenty replicas of a Deployment on one node that mount the same ConfigMap
 // hold one watch of it, not twenty; a Pod not served is never read.
 //
-// Each Pod gets a view (view()): its lookup, the quorum read before it acts (confirm, as in
-// source-cache.ts: (a) the API agrees, (b) the cache was stale and is corrected for every Pod
-// and its watch relists, (c) the read failed: unconfirmed, the cache left as it is), the wait
+// Each Pod gets a view (view()): its lookup, the quorum read before it acts (confirm-sources.ts;
+// a stale copy is corrected for every Pod that reads it, and its watch relists), the wait
 // for its sources' first lists, and release(), which the node agent calls when it stops
 // serving the Pod. A change of an object wakes every Pod that reads it.
 import type { KubeClient } from '../kube/client.ts';
 import type { SourceRef } from '../kube/resources.ts';
-import { readSource } from '../read/source.ts';
-import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
+import { refKey, type SourceState } from '../verify/source.ts';
 import { SourceWatch } from './api-watch.ts';
-import type { Confirmation } from './source-cache.ts';
+import { type Confirmation, confirmSources, waitForInitialSync } from './confirm-sources.ts';
 
 export interface SharedSourceEvents {
   onRestart(
@@ -41,9 +39,6 @@ interface Entry {
   readonly users: Set<() => void>;
   readonly stop: AbortController;
 }
-
-/** How long a Pod's first pass waits for its sources' first lists before it decides anyway. */
-const INITIAL_SYNC_MS = 30_000;
 
 export class SharedSourceCache {
   private readonly entries = new Map<string, Entry>();
@@ -79,11 +74,8 @@ export class SharedSourceCache {
     return {
       lookup,
       confirm: (asked) => this.confirm(namespace, asked, keyOf),
-      waitForSync: async (sleep, signal) => {
-        const started = this.clock();
-        const synced = () => refs.every((ref) => lookup(ref) !== undefined);
-        while (!signal.aborted && !synced() && this.clock() - started < INITIAL_SYNC_MS) await sleep(1000);
-      },
+      waitForSync: (sleep, signal) =>
+        waitForInitialSync(() => refs.every((ref) => lookup(ref) !== undefined), sleep, signal, this.clock),
       release: () => {
         if (released) return;
         released = true;
@@ -130,32 +122,30 @@ export class SharedSourceCache {
     return entry;
   }
 
-  private async confirm(
+  /** The quorum read before acting; a stale copy is corrected for every Pod that reads it. */
+  private confirm(
     namespace: string,
     refs: readonly SourceRef[],
     keyOf: (ref: SourceRef) => string,
   ): Promise<Confirmation> {
-    const fresh = await Promise.all(refs.map((ref) => readSource(this.client, namespace, ref)));
-    const unconfirmed = new Map<string, SourceState>();
-    let corrected = false;
-    refs.forEach((ref, i) => {
-      const state = fresh[i] as SourceState;
-      const entry = this.entries.get(keyOf(ref));
-      if (state.state === 'unreadable') {
-        // (c)
-        unconfirmed.set(refKey(ref), {
-          ...state,
-          reason: `could not confirm the cached copy with a fresh read before acting: ${state.reason}`,
-        });
-      } else if (entry && !sameView(entry.state, state)) {
-        // (b) Corrected for every Pod that reads it; its watch relists.
-        this.events.onStale(namespace, ref, viewVersion(entry.state), viewVersion(state));
-        entry.state = state;
-        entry.watch.resync();
-        for (const wake of entry.users) wake();
-        corrected = true;
-      }
-    });
-    return { corrected, unconfirmed };
+    return confirmSources(
+      this.client,
+      namespace,
+      refs,
+      (ref) => {
+        const entry = this.entries.get(keyOf(ref));
+        return (
+          entry && {
+            state: entry.state,
+            correct: (fresh) => {
+              entry.state = fresh;
+              entry.watch.resync();
+              for (const wake of entry.users) wake();
+            },
+          }
+        );
+      },
+      (ref, cached, api) => this.events.onStale(namespace, ref, cached, api),
+    );
   }
 }

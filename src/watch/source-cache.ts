@@ -3,38 +3,21 @@
 // every source's initial list, and lookup() reads the cache. The agent's loop only wakes on
 // its changes and reads it; it never touches a watch.
 //
-// The cache is evidence only while its watches are live (api-watch.ts reports a broken one as
-// `unreadable`). A cache can still be behind without knowing it (a stalled connection, an event
-// in flight while kubelet already wrote the files), so before anything acts on it the agent asks
-// confirm() for the sources it would act on:
-//  (a) a quorum GET returns what the cache has: confirmed;
-//  (b) it returns something else: the cache was stale; it takes the fresh state and that
-//      source's watch relists, so the view is whole again;
-//  (c) the GET fails (the API unreachable, too slow, refused): not evidence; the source is
-//      returned as unconfirmed, with the reason, and the cache is left as it is.
+// Before anything acts on it, confirm() asks the API for the sources it would act on
+// (confirm-sources.ts: a quorum read; a stale copy is corrected and its watch relists).
 import type { KubeClient } from '../kube/client.ts';
 import type { SourceRef } from '../kube/resources.ts';
-import { readSource } from '../read/source.ts';
-import { refKey, type SourceState, sameView, viewVersion } from '../verify/source.ts';
+import { refKey, type SourceState } from '../verify/source.ts';
 import { SourceWatch } from './api-watch.ts';
+import { type Confirmation, confirmSources, waitForInitialSync } from './confirm-sources.ts';
 
 export interface SourceCacheEvents {
   /** A source's state changed (a watch event, a relist, a correction): wake the loop. */
   onChange(): void;
   onRestart(ref: SourceRef, reason: 'closed' | 'error' | 'gone' | 'resync', detail?: string): void;
-  /** (b) A quorum read found the cached copy stale; `cached` and `api` name the versions. */
+  /** A quorum read found the cached copy stale; `cached` and `api` name the versions. */
   onStale(ref: SourceRef, cached: string, api: string): void;
 }
-
-export interface Confirmation {
-  /** (b) Some cached copy was stale and is corrected now. */
-  readonly corrected: boolean;
-  /** (c) Sources the API could not confirm, by refKey, each `unreadable` with the reason. */
-  readonly unconfirmed: ReadonlyMap<string, SourceState>;
-}
-
-/** How long the first pass waits for every source's initial list before it decides anyway. */
-const INITIAL_SYNC_MS = 30_000;
 
 export class SourceCache {
   private readonly states = new Map<string, SourceState>();
@@ -90,38 +73,25 @@ export class SourceCache {
     ).then(() => undefined);
   }
 
-  /**
-   * Waits (briefly) for every source's initial list, so the first pass compares against the API
-   * rather than reporting Unknown for what simply has not arrived yet. `sleep` is the loop's
-   * own wait, which a change ends early.
-   */
-  async waitForSync(sleep: (ms: number) => Promise<void>, signal: AbortSignal): Promise<void> {
-    const started = this.clock();
-    while (!signal.aborted && !this.synced() && this.clock() - started < INITIAL_SYNC_MS) await sleep(1000);
+  /** Waits (briefly) for every source's initial list (confirm-sources.ts). */
+  waitForSync(sleep: (ms: number) => Promise<void>, signal: AbortSignal): Promise<void> {
+    return waitForInitialSync(() => this.synced(), sleep, signal, this.clock);
   }
 
-  /** (a), (b), (c) for `refs`. */
-  async confirm(refs: readonly SourceRef[]): Promise<Confirmation> {
-    const fresh = await Promise.all(refs.map((ref) => readSource(this.client, this.namespace, ref)));
-    const unconfirmed = new Map<string, SourceState>();
-    let corrected = false;
-    refs.forEach((ref, i) => {
-      const key = refKey(ref);
-      const state = fresh[i] as SourceState;
-      if (state.state === 'unreadable') {
-        // (c)
-        unconfirmed.set(key, {
-          ...state,
-          reason: `could not confirm the cached copy with a fresh read before acting: ${state.reason}`,
-        });
-      } else if (!sameView(this.states.get(key), state)) {
-        // (b)
-        this.events.onStale(ref, viewVersion(this.states.get(key)), viewVersion(state));
-        this.states.set(key, state);
-        this.watches.get(key)?.resync();
-        corrected = true;
-      }
-    });
-    return { corrected, unconfirmed };
+  /** The quorum read before acting, for `refs` (confirm-sources.ts). */
+  confirm(refs: readonly SourceRef[]): Promise<Confirmation> {
+    return confirmSources(
+      this.client,
+      this.namespace,
+      refs,
+      (ref) => ({
+        state: this.states.get(refKey(ref)),
+        correct: (fresh) => {
+          this.states.set(refKey(ref), fresh);
+          this.watches.get(refKey(ref))?.resync();
+        },
+      }),
+      (ref, cached, api) => this.events.onStale(ref, cached, api),
+    );
   }
 }
