@@ -12,6 +12,7 @@ import { Wakeup } from './loop.ts';
 import { startPodLoop } from './pod-loop.ts';
 import { podMetrics } from './pod-metrics.ts';
 import type { Runtime } from './runtime.ts';
+import { sourceWatchReports } from './source-watch-reports.ts';
 
 export interface AgentDeps {
   readonly rt: Runtime;
@@ -31,23 +32,15 @@ export function startAgent(deps: AgentDeps, signal: AbortSignal): AgentHandle {
   const { rt, log, metrics } = deps;
   const clock = deps.clock ?? Date.now;
   const wakeup = new Wakeup();
+  const reports = sourceWatchReports(metrics, log);
   const cache = new SourceCache(
     rt.client,
     rt.namespace,
     rt.sources,
     {
       onChange: () => wakeup.wake(),
-      onRestart: (ref, reason, detail) => {
-        metrics.apiWatchRestarts.inc({ kind: ref.kind, reason });
-        if (reason !== 'closed') log.warn({ source: refKey(ref), reason, detail }, 'API watch restarting');
-      },
-      onStale: (ref, cached, api) => {
-        log.info(
-          { source: refKey(ref), cached, api },
-          'the cached copy was stale: a fresh read corrected it, relisting',
-        );
-        metrics.staleViews.inc({ kind: ref.kind });
-      },
+      onRestart: (ref, reason, detail) => reports.restart(ref, reason, detail),
+      onStale: (ref, cached, api) => reports.stale(ref, cached, api),
     },
     clock,
   );

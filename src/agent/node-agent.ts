@@ -27,6 +27,7 @@ import { Wakeup } from './loop.ts';
 import { NodeVerdicts } from './node-pod-metrics.ts';
 import { type NodeBase, nodePodRuntime } from './node-pod-runtime.ts';
 import { type PodLoop, startPodLoop } from './pod-loop.ts';
+import { sourceWatchReports } from './source-watch-reports.ts';
 
 export interface NodeAgentDeps {
   readonly base: NodeBase;
@@ -61,21 +62,12 @@ export function startNodeAgent(deps: NodeAgentDeps, signal: AbortSignal): NodeAg
   const { base, log, metrics, options } = deps;
   const clock = deps.clock ?? Date.now;
   const { client, config } = base;
+  const reports = sourceWatchReports(metrics, log);
   const shared = new SharedSourceCache(
     client,
     {
-      onRestart: (namespace, ref, reason, detail) => {
-        metrics.apiWatchRestarts.inc({ kind: ref.kind, reason });
-        if (reason !== 'closed')
-          log.warn({ namespace, source: refKey(ref), reason, detail }, 'API watch restarting');
-      },
-      onStale: (namespace, ref, cached, api) => {
-        log.info(
-          { namespace, source: refKey(ref), cached, api },
-          'the cached copy was stale: a fresh read corrected it, relisting',
-        );
-        metrics.staleViews.inc({ kind: ref.kind });
-      },
+      onRestart: (namespace, ref, reason, detail) => reports.restart(ref, reason, detail, { namespace }),
+      onStale: (namespace, ref, cached, api) => reports.stale(ref, cached, api, { namespace }),
       onError: (namespace, ref, error) => log.error({ namespace, source: refKey(ref) }, error.message),
     },
     signal,
