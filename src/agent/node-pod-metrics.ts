@@ -3,7 +3,7 @@
 // while it is out of sync. config_sync_in_sync is 1 while no served Pod is out of sync, so the
 // alert rules written for the sidecar (config_sync_in_sync == 0) hold for the node agent too.
 import type { NodeMetrics } from '../metrics/node-metrics.ts';
-import type { PodMetrics } from './pod-metrics.ts';
+import { type PodMetrics, podMetricsWith } from './pod-metrics.ts';
 
 /** The node's Pods out of sync, and the gauges that follow them. */
 export class NodeVerdicts {
@@ -17,15 +17,7 @@ export class NodeVerdicts {
 
   /** The metrics of one Pod, `namespace/name`. */
   forPod(namespace: string, pod: string): PodMetrics {
-    const { metrics } = this;
-    return {
-      duration: metrics.duration,
-      checks: metrics.checks,
-      mismatches: metrics.mismatches,
-      propagation: metrics.propagation,
-      heals: metrics.heals,
-      inSync: (allInSync, now) => this.set(namespace, pod, allInSync, now),
-    };
+    return podMetricsWith(this.metrics, (allInSync, now) => this.set(namespace, pod, allInSync, now));
   }
 
   /** The Pod is no longer served: its series goes. */

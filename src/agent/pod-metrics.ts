@@ -20,17 +20,16 @@ export interface PodMetrics {
 
 /** The sidecar's: its one Pod is the whole agent, so its verdict is the agent's gauges. */
 export function podMetrics(metrics: AgentMetrics): PodMetrics {
-  return {
-    duration: metrics.duration,
-    checks: metrics.checks,
-    mismatches: metrics.mismatches,
-    propagation: metrics.propagation,
-    heals: metrics.heals,
-    inSync(allInSync, now) {
-      metrics.inSync.set(allInSync ? 1 : 0);
-      if (allInSync) metrics.lastSuccess.set(now / 1000);
-    },
-  };
+  return podMetricsWith(metrics, (allInSync, now) => {
+    metrics.inSync.set(allInSync ? 1 : 0);
+    if (allInSync) metrics.lastSuccess.set(now / 1000);
+  });
+}
+
+/** A Pod's metrics: the agent's counters and histograms as they are, its own `inSync`. */
+export function podMetricsWith(metrics: AgentMetrics, inSync: PodMetrics['inSync']): PodMetrics {
+  const { duration, checks, mismatches, propagation, heals } = metrics;
+  return { duration, checks, mismatches, propagation, heals, inSync };
 }
 
 /**
