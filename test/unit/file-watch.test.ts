@@ -768,24 +768,30 @@ describe.skipIf(process.getuid?.() !== 0)('watchFiles as another user than kubel
     const output = childOutput<Record<string, unknown>>(child);
     const said = (what: string, test: (line: Record<string, unknown>) => boolean) =>
       output.said(what, (all) => all.findLast(test));
+    // Asks the child to read until its answer passes `test` (the watch's event comes a moment
+    // after the chmod), and returns that answer; each read is answered by one line.
+    const readUntil = (what: string, test: (line: Record<string, unknown>) => boolean) =>
+      waitFor(
+        async () => {
+          const answered = output.lines.filter((l) => l.alive === true).length;
+          child.stdin.write('read\n');
+          await waitFor(
+            () => (output.lines.filter((l) => l.alive === true).length > answered ? true : undefined),
+            { what: `the child's answer (${what})` },
+          );
+          const answer = output.lines.filter((l) => l.alive === true).at(-1) as Record<string, unknown>;
+          return test(answer) ? answer : undefined;
+        },
+        { what, intervalMs: 50 },
+      );
     try {
       await said('the child ready', (l) => l.ready === true);
       fs.chmodSync(volume, 0o000);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      child.stdin.write('read\n');
-      const locked = await said('the read of the locked volume', (l) => l.alive === true);
-      expect(locked.changes).toBeGreaterThan(0);
+      const locked = await readUntil('the chmod told, and the read refused', (l) => Number(l.changes) > 0);
       expect(String(locked.error)).toMatch(/EACCES/);
       fs.chmodSync(volume, 0o755);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      child.stdin.write('read\n');
-      await waitFor(() => (output.lines.filter((l) => l.alive === true).length === 2 ? true : undefined), {
-        what: 'the second read',
-      });
-      expect(output.lines.filter((l) => l.alive === true).at(-1)).toMatchObject({
-        error: null,
-        key1: expect.anything(),
-      });
+      const open = await readUntil('the volume read again', (l) => l.error === null);
+      expect(open).toMatchObject({ error: null, key1: expect.anything() });
       expect(child.exitCode).toBeNull();
     } finally {
       fs.chmodSync(volume, 0o755);
