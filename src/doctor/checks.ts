@@ -31,6 +31,7 @@ import {
   workloadNamedByReplicaSet,
 } from '../kube/resources.ts';
 import type { Scope, Sourced } from '../kube/scope.ts';
+import { serverVersionFindings } from './server-version.ts';
 
 export interface Problem {
   readonly code: string;
@@ -86,7 +87,8 @@ export interface DoctorInput {
 /**
  * Steps:
  *  (1) identity: SelfSubjectReview; a 401 here means nothing else can work, so stop;
- *  (2) server version, and whether the namespace exists (where the identity may tell);
+ *  (2) server version (what will not work on it: server-version.ts), and whether the namespace
+ *      exists (where the identity may tell);
  *  (3) the agent's Pod (if named): its targets and its owner chain, walked as the agent walks
  *      it (heal/owner.ts: ReplicaSet -> Deployment or Rollout, or StatefulSet / DaemonSet), and
  *      a note where a restart of that workload would not replace the Pod now (a paused
@@ -122,6 +124,11 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     serverVersion = (await client.get<VersionInfo>({ path: '/version' })).gitVersion;
   } catch (error) {
     problems.push(problemOf(error));
+  }
+  if (serverVersion) {
+    const { problem, note } = serverVersionFindings(serverVersion);
+    if (problem) problems.push(problemOf(problem));
+    if (note) notes.push(note);
   }
 
   // A namespace that does not exist answers every read in it with 404 and every access review

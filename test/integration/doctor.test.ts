@@ -178,10 +178,15 @@ describe('doctor in a well-configured pod', () => {
       ok: boolean;
       access: { allowed: boolean }[];
       scope: { namespace: unknown };
+      serverVersion: string;
+      notes: string[];
     };
     expect(report.ok).toBe(true);
     expect(report.access.every((a) => a.allowed)).toBe(true);
     expect(report.scope.namespace).toEqual({ value: ns.name, source: 'POD_NAMESPACE' });
+    // The test server is new enough for all of config-sync: its version is read, and nothing is said of it.
+    expect(report.serverVersion).toMatch(/^v1\.36\./);
+    expect(report.notes.filter((n) => /Kubernetes|vMAJOR/.test(n))).toEqual([]);
   });
 
   it('notes, before any drift, that a restart of a paused Deployment waits for its resume', async () => {

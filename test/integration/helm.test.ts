@@ -119,6 +119,31 @@ describe('the chart', () => {
     expect(run.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
   });
 
+  it('states the Kubernetes it needs: refuses 1.28, and on 1.29 the admission policies and the node agent, with the fix', () => {
+    const old = template('--kube-version', 'v1.28.9');
+    expect(old.status).not.toBe(0);
+    expect(old.stderr).toContain('chart requires kubeVersion: >=1.29.0-0');
+    const policies = template('--kube-version', 'v1.29.4');
+    expect(policies.status).not.toBe(0);
+    expect(policies.stderr).toMatch(
+      /admissionPolicies\.enabled needs Kubernetes 1\.30 .* set admissionPolicies\.enabled=false/,
+    );
+    const node = template(
+      '--kube-version',
+      'v1.29.4',
+      '--set',
+      'admissionPolicies.enabled=false',
+      '--set',
+      'nodeAgent.enabled=true',
+      '--set',
+      'nodeAgent.namespaces={shop}',
+    );
+    expect(node.stderr).toMatch(/nodeAgent\.enabled needs Kubernetes 1\.30/);
+    const sidecarOnly = template('--kube-version', 'v1.29.4', '--set', 'admissionPolicies.enabled=false');
+    expect(sidecarOnly.status, sidecarOnly.stderr).toBe(0);
+    expect(docs(sidecarOnly.stdout).some((d) => d.kind === 'ValidatingAdmissionPolicy')).toBe(false);
+  });
+
   it('renders the webhook exactly as deploy/webhook has it, for a release named config-sync in config-sync-system', () => {
     const rendered = docs(template('-n', 'config-sync-system').stdout);
     const base = docs(kubectl('kustomize', path.join(root, 'deploy/webhook')));
