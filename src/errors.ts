@@ -36,7 +36,7 @@ export class ConfigSyncError extends Error {
   }
 }
 
-/** Exit codes shared by every command (README "Exit codes"). */
+/** Exit codes shared by every command (README.md, "Commands"). */
 export const EXIT = {
   ok: 0,
   drift: 1,

@@ -1,6 +1,6 @@
 # The decision config-sync asks for before a restart (its --policy-url names this package:
 # http://<opa>:8181/v1/data/configsync/restart). The input is the plan, with names, versions and
-# keyed digests only (README "The policy gate"). Each example policy in this directory adds
+# keyed digests only (docs/configuration.md, "The policy gate"). Each example policy in this directory adds
 # reasons to `deny`; the restart is allowed when none does.
 package configsync.restart
 

@@ -7,7 +7,7 @@
 // disagree, things fail silently. Here every field carries its provenance, every disagreement
 // is reported, and nothing falls back to `default` or to http://localhost:8080.
 //
-// Precedence (README "Permissions and scope"):
+// Precedence (docs/security.md, "Permissions and scope"):
 //   cluster:   --kubeconfig > KUBECONFIG > in-cluster > ~/.kube/config   (--context picks a context)
 //   namespace: --namespace > POD_NAMESPACE > service-account namespace file > context namespace
 //   proxy:     the kubeconfig cluster's proxy-url > HTTPS_PROXY (HTTP_PROXY for an http server)
