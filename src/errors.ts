@@ -1,6 +1,7 @@
-// One registry of the errors config-sync reports to a person (STYLE.md, after fastify/undici).
+// The error config-sync reports to a person (STYLE.md, after fastify/undici).
 //
-// Every error carries a stable `code` (CS_<AREA>_<WHAT>) that docs and scripts can match on, a
+// Every error carries a stable `code` (CS_<AREA>_<WHAT>, each listed once in error-codes.ts with
+// its domain, what triggers it and its fix; docs/errors.md) that docs and scripts can match on, a
 // `hint` that says what to do about it, the facts in fields rather than baked into the message,
 // and the underlying `cause`. The CLI prints code, message and hint and turns the error's
 // `domain` into the exit code, so `check` and `doctor` keep the contract:
@@ -8,7 +9,9 @@
 // Error messages and details never carry a ConfigMap or Secret value: keys, paths, sizes and
 // hash prefixes only.
 
-export type ErrorDomain = 'usage' | 'config' | 'api' | 'permission' | 'internal';
+import { DOMAIN_EXIT, ERROR_CODES, type ErrorCode, type ErrorDomain } from './error-codes.ts';
+
+export type { ErrorCode, ErrorDomain };
 
 export interface ErrorDetails {
   readonly [field: string]: string | number | boolean | undefined;
@@ -22,15 +25,16 @@ export interface ConfigSyncErrorOptions {
 
 export class ConfigSyncError extends Error {
   override readonly name: string = 'ConfigSyncError';
-  readonly code: string;
+  readonly code: ErrorCode;
+  /** From the code's entry in error-codes.ts: one code, one exit code. */
   readonly domain: ErrorDomain;
   readonly hint: string | undefined;
   readonly details: ErrorDetails;
 
-  constructor(code: string, domain: ErrorDomain, message: string, options: ConfigSyncErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: ConfigSyncErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.domain = domain;
+    this.domain = ERROR_CODES[code].domain;
     this.hint = options.hint;
     this.details = options.details ?? {};
   }
@@ -46,24 +50,14 @@ export const EXIT = {
 } as const;
 
 export function exitCodeFor(error: unknown): number {
-  if (!(error instanceof ConfigSyncError)) return EXIT.internal;
-  switch (error.domain) {
-    case 'usage':
-    case 'config':
-      return EXIT.usage;
-    case 'api':
-    case 'permission':
-      return EXIT.api;
-    case 'internal':
-      return EXIT.internal;
-  }
+  return error instanceof ConfigSyncError ? DOMAIN_EXIT[error.domain] : EXIT.internal;
 }
 
 // --- usage ---------------------------------------------------------------------------------------
 
 /** An unknown sub-command was given on the command line. */
 export function unknownCommand(command: string, known: readonly string[]): ConfigSyncError {
-  return new ConfigSyncError('CS_USAGE_UNKNOWN_COMMAND', 'usage', `unknown command "${command}"`, {
+  return new ConfigSyncError('CS_USAGE_UNKNOWN_COMMAND', `unknown command "${command}"`, {
     hint: `run "config-sync --help"; commands: ${known.join(', ')}`,
     details: { command },
   });
@@ -71,7 +65,7 @@ export function unknownCommand(command: string, known: readonly string[]): Confi
 
 /** A flag the command does not know, or a flag with a missing or malformed value. */
 export function badFlag(command: string, message: string, cause?: unknown): ConfigSyncError {
-  return new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `${command}: ${message}`, {
+  return new ConfigSyncError('CS_USAGE_BAD_FLAG', `${command}: ${message}`, {
     hint: `run "config-sync ${command} --help" for the flags it takes`,
     details: { command },
     cause,
@@ -80,7 +74,7 @@ export function badFlag(command: string, message: string, cause?: unknown): Conf
 
 /** `-o`/`--output` named a format the command cannot print. */
 export function badOutputFormat(value: string, allowed: readonly string[]): ConfigSyncError {
-  return new ConfigSyncError('CS_USAGE_BAD_OUTPUT', 'usage', `unsupported output format "${value}"`, {
+  return new ConfigSyncError('CS_USAGE_BAD_OUTPUT', `unsupported output format "${value}"`, {
     hint: `use -o ${allowed.join(' or -o ')}`,
     details: { value },
   });

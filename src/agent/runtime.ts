@@ -97,7 +97,6 @@ export async function openRuntime(
   if (targets.length === 0) {
     throw new ConfigSyncError(
       'CS_CONFIG_NO_TARGETS',
-      'config',
       `${config.command}: nothing to check: no --watch target and no ConfigMap or Secret in ${podName ? `Pod ${podName}` : 'any Pod (no --pod, no POD_NAME)'}`,
       {
         hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass --watch PATH=configmap/NAME',

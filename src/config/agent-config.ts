@@ -280,7 +280,7 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
 
   // (2)
   const usage = (what: string, hint: string) =>
-    new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `${command}: ${what}`, { hint });
+    new ConfigSyncError('CS_USAGE_BAD_FLAG', `${command}: ${what}`, { hint });
   const onDrift = defaulted(settings, 'on-drift').value;
   if (onDrift !== 'restart' && onDrift !== 'alert-only' && onDrift !== 'reload') {
     throw usage(
@@ -303,7 +303,6 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
   if (!isDirectory(mountRoot.value)) {
     throw new ConfigSyncError(
       'CS_CONFIG_MOUNT_ROOT',
-      'config',
       `${command}: the mount root ${mountRoot.value} (from ${mountRoot.source}) is not a directory`,
       {
         hint: "--mount-root is where the app's mount paths are in the agent's filesystem: / in the sidecar, the directory that holds etc/... elsewhere",
@@ -316,12 +315,9 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
   const watch = settings.list('watch').map((raw) => {
     const spec = parseWatchSpec(raw);
     if (!spec.path) {
-      throw new ConfigSyncError(
-        'CS_USAGE_BAD_WATCH',
-        'usage',
-        `--watch ${raw}: ${command} needs the mount path too`,
-        { hint: 'write PATH=configmap/NAME, e.g. --watch /etc/app=configmap/app-config' },
-      );
+      throw new ConfigSyncError('CS_USAGE_BAD_WATCH', `--watch ${raw}: ${command} needs the mount path too`, {
+        hint: 'write PATH=configmap/NAME, e.g. --watch /etc/app=configmap/app-config',
+      });
     }
     return { ...spec, path: spec.path };
   });
@@ -329,7 +325,6 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
   if (pod.name && !isObjectName(pod.name.value)) {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_NAME',
-      'usage',
       `${command}: Pod name "${pod.name.value}" from ${pod.name.source} is not a Pod name`,
       {
         hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass the name --pod as kubectl get pods shows it',
@@ -373,7 +368,6 @@ function policyConfig(command: string, settings: Settings): PolicyConfig {
   if (url && !/^https?:\/\/[^/]+\/v1\/data\/\S*$/.test(url.value)) {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_FLAG',
-      'usage',
       `${command}: --policy-url ${url.value} (from ${url.source}) is not an OPA Data API URL`,
       {
         hint: 'write http(s)://HOST:PORT/v1/data/<package path>, e.g. http://127.0.0.1:8181/v1/data/configsync/restart',
@@ -384,7 +378,6 @@ function policyConfig(command: string, settings: Settings): PolicyConfig {
   if (failure.value !== 'closed' && failure.value !== 'open') {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_FLAG',
-      'usage',
       `${command}: --policy-failure ${failure.value} (from ${failure.source}) is not closed or open`,
       { hint: 'use --policy-failure closed (default: no restart when the policy cannot decide) or open' },
     );
@@ -402,7 +395,6 @@ export function loopConfig(settings: Settings): LoopConfig {
   if (logLevel !== 'debug' && logLevel !== 'info' && logLevel !== 'warn' && logLevel !== 'error') {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_FLAG',
-      'usage',
       `agent: --log-level ${logLevel} is not debug, info, warn or error`,
       { hint: 'use --log-level info (default)' },
     );

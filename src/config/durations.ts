@@ -74,7 +74,7 @@ export function durationSetting(command: string, settings: Settings, name: strin
 
 function durationError(command: string, name: string, message: string): ConfigSyncError {
   const range = DURATION_RANGES[name];
-  return new ConfigSyncError('CS_USAGE_BAD_DURATION', 'usage', `${command}: ${message}`, {
+  return new ConfigSyncError('CS_USAGE_BAD_DURATION', `${command}: ${message}`, {
     hint: range
       ? `give --${name} a duration from ${formatDuration(range.min)} to ${formatDuration(range.max)}, e.g. 90s or 1m30s`
       : `give --${name} a duration such as 90s or 1m30s`,

@@ -74,7 +74,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
   if (agent.reload) {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_FLAG',
-      'usage',
       "node: --on-drift reload is not available to the node agent: its trigger (a URL, a signal to a process) is one app's",
       {
         hint: 'use --on-drift restart (default) or alert-only; for reload mode, run the sidecar beside that app',
@@ -86,7 +85,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
   if (!node) {
     throw new ConfigSyncError(
       'CS_CONFIG_NO_NODE',
-      'config',
       'node: no node name: --node-name and NODE_NAME are unset',
       {
         hint: 'in the DaemonSet, set NODE_NAME from the downward API (fieldRef: spec.nodeName), as deploy/node does',
@@ -96,7 +94,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
   if (!isObjectName(node.value)) {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_NAME',
-      'usage',
       `node: node name "${node.value}" from ${node.source} is not a node name`,
       { hint: 'use the name kubectl get nodes shows', details: { name: node.value, source: node.source } },
     );
@@ -107,7 +104,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
   if (namespaces.length === 0) {
     throw new ConfigSyncError(
       'CS_CONFIG_NO_NAMESPACES',
-      'config',
       'node: no namespaces: --namespaces and CONFIG_SYNC_NAMESPACES are unset, and the node agent reads nothing outside the namespaces it is given',
       {
         hint: "list the namespaces whose Pods it may serve, e.g. CONFIG_SYNC_NAMESPACES=shop,payments; bind its Role in each (deploy/node, or the chart's nodeAgent.namespaces)",
@@ -118,7 +114,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
     if (!isNamespaceName(ns)) {
       throw new ConfigSyncError(
         'CS_USAGE_BAD_NAMESPACE',
-        'usage',
         `node: "${ns}" (from ${from}) is not a namespace name`,
         {
           hint: 'a namespace name is a DNS label: lower case letters, digits and -, at most 63',
@@ -132,7 +127,6 @@ export function nodeConfig(settings: Settings): NodeConfig {
   if (!isDirectory(root.value)) {
     throw new ConfigSyncError(
       'CS_CONFIG_KUBELET_ROOT',
-      'config',
       `node: kubelet's root dir ${root.value} (from ${root.source}) is not a directory`,
       {
         hint: "mount kubelet's root dir (/var/lib/kubelet unless kubelet's --root-dir says otherwise) read-only, with mountPropagation HostToContainer, and point --kubelet-root at it",

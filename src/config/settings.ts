@@ -147,7 +147,7 @@ function loadConfigFile(
 ): { path: string; values: Record<string, SettingValue> } | undefined {
   if (!file || !defs.some((d) => d.name === 'config')) return undefined;
   const fail = (what: string, cause?: unknown) =>
-    new ConfigSyncError('CS_CONFIG_FILE', 'config', `config file ${file}: ${what}`, {
+    new ConfigSyncError('CS_CONFIG_FILE', `config file ${file}: ${what}`, {
       hint: 'write a YAML map of setting names to values, e.g. "grace: 2m" (names as the long flags, without dashes)',
       details: { path: file },
       cause,

@@ -41,7 +41,6 @@ export function sidecarAgentEnv(command: string, settings: Settings): Record<str
     } else if (given.value !== 'restart' && given.value !== 'alert-only') {
       throw new ConfigSyncError(
         'CS_USAGE_BAD_FLAG',
-        'usage',
         `${command}: --${s.name} ${given.value} (from ${given.source}) is not restart or alert-only`,
         {
           hint: 'reload mode needs a reload URL per app: set it on the workload, not for every injected Pod',

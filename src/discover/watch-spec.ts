@@ -24,7 +24,7 @@ export function parseWatchSpec(raw: string, origin = '--watch'): WatchSpec {
   const [kindWord = '', name = '', ...rest] = object.split('/');
   const kind = KINDS[kindWord.toLowerCase()];
   const fail = (why: string) =>
-    new ConfigSyncError('CS_USAGE_BAD_WATCH', 'usage', `${origin} ${raw}: ${why}`, {
+    new ConfigSyncError('CS_USAGE_BAD_WATCH', `${origin} ${raw}: ${why}`, {
       hint: 'write [PATH=]configmap/NAME or [PATH=]secret/NAME, e.g. --watch /etc/app=configmap/app-config',
       details: { value: raw },
     });

@@ -34,7 +34,6 @@ export function serverVersionFindings(gitVersion: string): VersionFindings {
     return {
       problem: new ConfigSyncError(
         'CS_CONFIG_SERVER_TOO_OLD',
-        'config',
         `the API server is Kubernetes ${gitVersion}: the sidecar is a native sidecar (an init container with restartPolicy: Always), which needs 1.29, and the admission policies and the node agent need 1.30`,
         {
           hint: 'upgrade the cluster to Kubernetes 1.30 or newer; config-sync is tested on 1.36',

@@ -31,7 +31,7 @@ export interface RestartWindow {
 }
 
 const windowError = (text: string, why: string) =>
-  new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `--restart-window "${text}": ${why}`, {
+  new ConfigSyncError('CS_USAGE_BAD_FLAG', `--restart-window "${text}": ${why}`, {
     hint: 'write DAYS HH:MM-HH:MM TIMEZONE, e.g. "Mon-Fri 08:00-18:00 Europe/Berlin" or "Sat,Sun 02:00-05:00 UTC"',
     details: { value: text },
   });

@@ -47,13 +47,8 @@ export function isImageReference(ref: string): boolean {
 /** The --image of `command`, refused with a usage error when it is not a reference. */
 export function checkImageReference(command: string, image: string): string {
   if (isImageReference(image)) return image;
-  throw new ConfigSyncError(
-    'CS_USAGE_BAD_IMAGE',
-    'usage',
-    `${command}: --image ${image} is not an image reference`,
-    {
-      hint: 'give a reference such as registry.example/config-sync:0.1.0 or config-sync@sha256:<digest>',
-      details: { image },
-    },
-  );
+  throw new ConfigSyncError('CS_USAGE_BAD_IMAGE', `${command}: --image ${image} is not an image reference`, {
+    hint: 'give a reference such as registry.example/config-sync:0.1.0 or config-sync@sha256:<digest>',
+    details: { image },
+  });
 }

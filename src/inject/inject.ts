@@ -16,7 +16,7 @@
 //  (5) re-serialize only the documents that changed: every other document keeps its bytes.
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { type Document, isMap, isSeq, parseDocument } from 'yaml';
-import { ConfigSyncError } from '../errors.ts';
+import { ConfigSyncError, type ErrorCode } from '../errors.ts';
 import { RESTARTABLE_KINDS, workloadType } from '../kube/resources.ts';
 import { checkImageReference } from './image-ref.ts';
 import { isObject, podShapeProblem } from './pod-shape.ts';
@@ -38,8 +38,8 @@ export interface InjectResult {
 
 const NOT_RESTARTABLE = new Set(['Job', 'CronJob', 'ReplicaSet', 'ReplicationController']);
 
-function injectError(code: string, message: string, hint: string, origin: string): ConfigSyncError {
-  return new ConfigSyncError(code, 'usage', `${origin}: ${message}`, { hint, details: { origin } });
+function injectError(code: ErrorCode, message: string, hint: string, origin: string): ConfigSyncError {
+  return new ConfigSyncError(code, `${origin}: ${message}`, { hint, details: { origin } });
 }
 
 // (1)

@@ -108,7 +108,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
         ? `grant it with a ClusterRole and ClusterRoleBinding bound to ${who} (the request spans every namespace), or ask within one namespace (-n)`
         : `grant it with a Role and RoleBinding in namespace "${ns}" bound to ${who}; a Role in any other ` +
           'namespace does not apply. "config-sync doctor --fix" prints the exact YAML';
-    return new ConfigSyncError('CS_API_FORBIDDEN', 'permission', `${who} may not ${what}`, {
+    return new ConfigSyncError('CS_API_FORBIDDEN', `${who} may not ${what}`, {
       hint: grant,
       details: { ...details, identity: who },
       cause: status.message,
@@ -124,7 +124,6 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
         'refresh them; "kubectl auth whoami" with the same kubeconfig shows the same';
     return new ConfigSyncError(
       'CS_API_UNAUTHORIZED',
-      'permission',
       `the API server at ${server} rejected the credentials (401) for ${what}`,
       {
         hint,
@@ -133,7 +132,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
     );
   }
   if (code === 404) {
-    return new ConfigSyncError('CS_API_NOT_FOUND', 'api', `not found: ${what}`, {
+    return new ConfigSyncError('CS_API_NOT_FOUND', `not found: ${what}`, {
       hint: 'check the name and the namespace (see "config-sync doctor" for where the namespace came from)',
       details,
     });
@@ -142,7 +141,6 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
     const message = status.message ? `: ${status.message}` : '';
     return new ConfigSyncError(
       'CS_API_FAILED',
-      'api',
       `${what} failed with HTTP ${code}${status.reason ? ` ${status.reason}` : ''}${message}`,
       {
         hint: 'retry; if it persists, check the API server',
@@ -156,7 +154,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
       : `check the proxy, or add ${hostOf(new URL(server))} to NO_PROXY to go straight to the server, as kubectl would`;
     const through = `the proxy ${error.proxy} (from ${error.proxySource})`;
     const message = `cannot reach the API server at ${server} through ${through} to ${what}: ${error.reason}`;
-    return new ConfigSyncError('CS_API_PROXY', 'api', message, {
+    return new ConfigSyncError('CS_API_PROXY', message, {
       hint: `the proxy came from ${error.proxySource}; ${fix}`,
       details: { ...details, proxy: error.proxy, proxySource: error.proxySource, network: error.code },
       cause: error,
@@ -164,7 +162,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
   }
   const net = networkCode(error);
   if (net === 'ERR_HTTP2_STREAM_RESET') {
-    return new ConfigSyncError('CS_API_STREAM_RESET', 'api', `${what} failed: ${(error as Error).message}`, {
+    return new ConfigSyncError('CS_API_STREAM_RESET', `${what} failed: ${(error as Error).message}`, {
       hint:
         `a proxy, load balancer or mesh sidecar between config-sync and the API server at ${server} ` +
         'resets a stream this way when it loses its own connection to the server; the agent tries again ' +
@@ -176,7 +174,6 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
   if (net && NETWORK_CODES.has(net)) {
     return new ConfigSyncError(
       'CS_API_UNREACHABLE',
-      'api',
       `cannot reach the API server at ${server} (${net}) to ${what}`,
       {
         hint: `the server came from ${scope.cluster.source}${scope.proxy ? `, reached through the proxy ${scope.proxy.shown} from ${scope.proxy.source}` : ''}; check that it is right and reachable`,
@@ -189,7 +186,7 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
     net &&
     (net.startsWith('ERR_TLS') || net.startsWith('ERR_SSL') || net.includes('CERT') || TLS_CODES.has(net))
   ) {
-    return new ConfigSyncError('CS_API_TLS', 'api', `TLS to ${server} failed (${net}) for ${what}`, {
+    return new ConfigSyncError('CS_API_TLS', `TLS to ${server} failed (${net}) for ${what}`, {
       hint: `the CA comes from ${scope.cluster.source}; it must sign the server's certificate`,
       details: { ...details, network: net },
       cause: error,
@@ -197,7 +194,6 @@ export function explainApiError(error: unknown, request: ApiRequest, scope: Scop
   }
   return new ConfigSyncError(
     'CS_API_FAILED',
-    'api',
     `${what} failed: ${(error as Error)?.message ?? String(error)}`,
     {
       details,

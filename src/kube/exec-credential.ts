@@ -116,7 +116,6 @@ export function execCredentialSource(
 function failure(exec: ExecConfig, user: string, what: string): ConfigSyncError {
   return new ConfigSyncError(
     'CS_AUTH_EXEC_FAILED',
-    'config',
     `the credential plugin "${exec.command}" of kubeconfig user "${user}" ${what}`,
     {
       hint: `run "${[exec.command, ...(exec.args ?? [])].join(' ')}" yourself to see why (it may need a login first); config-sync shows only its exit code and last stderr line, never what it prints on stdout`,

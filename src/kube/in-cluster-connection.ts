@@ -42,7 +42,7 @@ export class RotatingFile {
 export function bearerToken(file: RotatingFile, what: string, fix: string): string {
   const token = file.read().trim();
   if (token !== '') return token;
-  throw new ConfigSyncError('CS_AUTH_EMPTY_TOKEN', 'config', `${what} is empty: no request sent`, {
+  throw new ConfigSyncError('CS_AUTH_EMPTY_TOKEN', `${what} is empty: no request sent`, {
     hint: `config-sync never sends an anonymous request; ${fix}`,
     details: { path: file.file },
   });

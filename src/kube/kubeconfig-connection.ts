@@ -52,7 +52,6 @@ function readCaFile(file: string, cluster: string): Buffer {
   } catch (error) {
     throw new ConfigSyncError(
       'CS_SCOPE_KUBECONFIG_UNREADABLE',
-      'config',
       `cannot read the certificate-authority file ${file} of kubeconfig cluster "${cluster}" (${(error as NodeJS.ErrnoException).code ?? 'unreadable'}), which its user's exec plugin asks for (provideClusterInfo)`,
       { hint: 'fix the path in the kubeconfig, or make the file readable', details: { path: file } },
     );

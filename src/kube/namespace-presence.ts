@@ -29,7 +29,6 @@ export function namespaceAbsentError(scope: Pick<Scope, 'namespace' | 'cluster'>
   const source = scope.namespace?.source ?? 'the scope';
   return new ConfigSyncError(
     'CS_CONFIG_NAMESPACE_ABSENT',
-    'config',
     `namespace "${namespace}" (from ${source}) does not exist on ${scope.cluster.value.server}`,
     {
       hint: 'name an existing namespace (kubectl get namespaces lists them), or the cluster it is on (--context, --kubeconfig)',

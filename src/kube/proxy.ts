@@ -121,7 +121,6 @@ function route(value: string, source: string): ProxyRoute {
   if (!url || !SCHEMES.has(url.protocol) || !url.hostname) {
     throw new ConfigSyncError(
       'CS_SCOPE_BAD_PROXY',
-      'config',
       `the proxy ${url ? shownOf(url) : 'value'} from ${source} is not an http://, https:// or socks5:// proxy URL`,
       {
         hint: `set ${source} to a proxy URL such as http://proxy.example:3128, or unset it`,

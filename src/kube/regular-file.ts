@@ -16,7 +16,7 @@ export class NotARegularFileError extends ConfigSyncError {
   override readonly name = 'NotARegularFileError';
   readonly path: string;
   constructor(file: string, why: string) {
-    super('CS_CONFIG_NOT_A_FILE', 'config', `${file} ${why}; not read`, {
+    super('CS_CONFIG_NOT_A_FILE', `${file} ${why}; not read`, {
       hint: 'name a regular file: config-sync reads no FIFO, device or socket, and no file larger than its kind can be',
       details: { path: file },
     });

@@ -12,7 +12,7 @@
 //   namespace: --namespace > POD_NAMESPACE > service-account namespace file > context namespace
 //   proxy:     the kubeconfig cluster's proxy-url > HTTPS_PROXY (HTTP_PROXY for an http server)
 //              unless NO_PROXY names the server, as client-go (proxy.ts)
-import { ConfigSyncError } from '../errors.ts';
+import { ConfigSyncError, type ErrorCode } from '../errors.ts';
 import { isNamespaceName } from './names.ts';
 import { decideProxy, type ProxyEnv, type ProxyRoute } from './proxy.ts';
 
@@ -138,8 +138,8 @@ const LOCALHOST_NOTE = 'config-sync never falls back to http://localhost:8080';
 
 // --- errors -------------------------------------------------------------------------------------
 
-function scopeError(code: string, message: string, hint: string, details: Record<string, string> = {}) {
-  return new ConfigSyncError(code, 'config', message, { hint, details });
+function scopeError(code: ErrorCode, message: string, hint: string, details: Record<string, string> = {}) {
+  return new ConfigSyncError(code, message, { hint, details });
 }
 
 // --- cluster ------------------------------------------------------------------------------------
@@ -211,7 +211,6 @@ function resolveCluster(facts: ScopeFacts): { cluster: Sourced<ClusterSource>; v
     if (flags.context !== undefined) {
       throw new ConfigSyncError(
         'CS_USAGE_CONTEXT_IN_CLUSTER',
-        'usage',
         `${flags.context.source} ${flags.context.value} was given, but the cluster comes from the in-cluster service account, which has no contexts`,
         { hint: 'drop --context, or pass --kubeconfig with the file that holds that context' },
       );
@@ -323,7 +322,6 @@ function resolveNamespace(
   if (facts.flags.namespace && facts.flags.namespace.value.trim() === '') {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_NAMESPACE',
-      'usage',
       `the namespace from ${facts.flags.namespace.source} is empty`,
       {
         hint: 'name a namespace, e.g. -n shop, or leave the flag out to take it from POD_NAMESPACE, the service account or the kubeconfig context',
@@ -343,7 +341,6 @@ function resolveNamespace(
   if (!isNamespaceName(chosen.value)) {
     throw new ConfigSyncError(
       'CS_USAGE_BAD_NAMESPACE',
-      'usage',
       `namespace "${chosen.value}" from ${chosen.source} is not a namespace name`,
       {
         hint: 'a namespace is lower-case letters, digits and "-", at most 63, starting and ending with a letter or digit',

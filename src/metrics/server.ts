@@ -15,7 +15,7 @@ export function parseListen(raw: string): { host: string; port: number } {
   const m = raw.match(/^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/);
   const port = Number(m?.[3]);
   if (!m || port > 65535) {
-    throw new ConfigSyncError('CS_USAGE_BAD_FLAG', 'usage', `--listen ${raw} is not host:port`, {
+    throw new ConfigSyncError('CS_USAGE_BAD_FLAG', `--listen ${raw} is not host:port`, {
       hint: 'e.g. --listen :9464 (all interfaces) or --listen 127.0.0.1:9464',
     });
   }
@@ -30,7 +30,6 @@ export async function listenOn(server: http.Server | https.Server, listen: strin
       reject(
         new ConfigSyncError(
           'CS_CONFIG_LISTEN',
-          'config',
           `cannot listen on ${listen}: ${(error as NodeJS.ErrnoException).code}`,
           {
             hint: 'choose another --listen port, or stop what holds it',

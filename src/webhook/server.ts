@@ -35,7 +35,6 @@ function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
   } catch (error) {
     throw new ConfigSyncError(
       'CS_CONFIG_TLS',
-      'config',
       `webhook: cannot read the TLS certificate or key: ${(error as Error).message}`,
       {
         hint: 'pass --tls-cert-file and --tls-key-file (PEM), e.g. from a cert-manager Certificate Secret',
@@ -48,7 +47,6 @@ function readPair(options: WebhookOptions): { cert: Buffer; key: Buffer } {
   } catch (error) {
     throw new ConfigSyncError(
       'CS_CONFIG_TLS',
-      'config',
       `webhook: the TLS certificate ${options.certFile} and key ${options.keyFile} cannot be used: ${(error as Error).message}`,
       {
         hint: 'both must be PEM, and the key must be the one the certificate was issued for (tls.crt and tls.key of one Secret)',

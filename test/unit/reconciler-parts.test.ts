@@ -42,7 +42,7 @@ function fakeClient() {
   const answer = async (verb: string, target: unknown, body?: unknown) => {
     calls.push({ verb, target, body });
     if (state.conflict)
-      throw new ConfigSyncError('CS_API_FAILED', 'api', 'create events failed with HTTP 409', {
+      throw new ConfigSyncError('CS_API_FAILED', 'create events failed with HTTP 409', {
         details: { status: 409 },
       });
     if (state.failing) throw Object.assign(new Error('no answer in 10 s'), { code: 'CS_API_UNREACHABLE' });

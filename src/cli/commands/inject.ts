@@ -58,7 +58,6 @@ export const injectCommand: Command = {
     } catch (error) {
       throw new ConfigSyncError(
         'CS_USAGE_BAD_FLAG',
-        'usage',
         `inject: cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`,
         {
           hint: 'pass -f with a readable manifest file, or pipe the manifests in (-f -)',

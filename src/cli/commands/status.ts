@@ -58,7 +58,7 @@ export const statusCommand: Command = {
     const scope = resolveScope(await gatherScopeFacts(scopeFlags(settings), env), 'operator');
     const namespace = scope.namespace?.value;
     if (!all && !namespace) {
-      throw new ConfigSyncError('CS_CONFIG_NO_NAMESPACE', 'config', 'status: no namespace to look in', {
+      throw new ConfigSyncError('CS_CONFIG_NO_NAMESPACE', 'status: no namespace to look in', {
         hint: 'pass -n NAMESPACE, -A for every namespace, or set a namespace in the kubeconfig context',
       });
     }
