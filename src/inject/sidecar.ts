@@ -1,8 +1,15 @@
 // The config-sync sidecar for a Pod spec: one definition, used by `inject` (and by the webhook,
 // later), and matching deploy/sidecar/example/deployment.yaml (a test keeps them in step).
 // Pure: a Pod spec in, the container and the pod-level changes out.
-import type { V1Container, V1PodSpec, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1PodSpec,
+  V1ResourceRequirements,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
 import { DEFAULT_STATE_DIR } from '../config/agent-config.ts';
+import { DEFAULT_SIDECAR_RESOURCES } from '../config/sidecar-resources.ts';
 import { volumeSources } from '../discover/targets.ts';
 
 /**
@@ -30,6 +37,8 @@ export interface SidecarOptions {
   readonly serviceAccount: string;
   /** The agent's own settings as environment variables (config/sidecar-settings.ts), e.g. CONFIG_SYNC_GRACE. */
   readonly agentEnv?: Readonly<Record<string, string>>;
+  /** Its requests and limits (config/sidecar-resources.ts); unset: the defaults there. */
+  readonly resources?: V1ResourceRequirements;
 }
 
 export const DEFAULT_SIDECAR: SidecarOptions = {
@@ -84,7 +93,13 @@ export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Co
     ],
     ports: [{ name: 'metrics', containerPort: 9464 }],
     volumeMounts: [...configMounts(spec), STATE_MOUNT],
-    resources: { requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '192Mi' } },
+    resources: options.resources ?? {
+      requests: {
+        cpu: DEFAULT_SIDECAR_RESOURCES.cpuRequest,
+        memory: DEFAULT_SIDECAR_RESOURCES.memoryRequest,
+      },
+      limits: { memory: DEFAULT_SIDECAR_RESOURCES.memoryLimit },
+    },
     // Complete on its own, so the sidecar passes Pod Security "restricted" whatever the Pod sets.
     securityContext: {
       runAsNonRoot: true,

@@ -6,6 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { resolveSettings } from '../../src/config/settings.ts';
+import {
+  quantityValue,
+  sidecarResourceSettings,
+  sidecarResources,
+} from '../../src/config/sidecar-resources.ts';
 import { sidecarAgentEnv, sidecarSettings } from '../../src/config/sidecar-settings.ts';
 import { ConfigSyncError } from '../../src/errors.ts';
 import { isImageReference } from '../../src/inject/image-ref.ts';
@@ -250,5 +255,60 @@ describe('the injected agent’s settings (inject and webhook: --sidecar-grace, 
     ],
   ])('%j %j: refused where it was given', (args, env, message) => {
     expect(() => settingsOf(args, env)).toThrow(message);
+  });
+});
+
+describe('the injected agent’s resources (inject and webhook: --sidecar-cpu-request, --sidecar-memory-request, --sidecar-memory-limit)', () => {
+  const resourcesOf = (args: string[], env: Record<string, string> = {}) =>
+    sidecarResources('webhook', resolveSettings('webhook', sidecarResourceSettings, args, env));
+  const manifest =
+    'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      volumes: [{name: c, configMap: {name: cfg}}]\n      containers: [{name: app, image: a, volumeMounts: [{name: c, mountPath: /etc/app}]}]\n';
+  const sidecarOf = (output: string) =>
+    (parse(output) as { spec: { template: { spec: { initContainers: { resources: unknown }[] } } } }).spec
+      .template.spec.initContainers[0];
+
+  it('none given: the defaults the benchmarks sized, as deploy/sidecar/example has them', () => {
+    const resources = resourcesOf([]);
+    expect(resources).toEqual({ requests: { cpu: '10m', memory: '128Mi' }, limits: { memory: '192Mi' } });
+    expect(sidecarOf(injectManifests(manifest, 'in.yaml', DEFAULT_SIDECAR).output)?.resources).toEqual(
+      resources,
+    );
+  });
+
+  it('given (a flag or its environment variable): set on the sidecar, the rest kept', () => {
+    const resources = resourcesOf(['--sidecar-memory-limit', '256Mi'], {
+      CONFIG_SYNC_SIDECAR_MEMORY_REQUEST: '160Mi',
+    });
+    expect(resources).toEqual({ requests: { cpu: '10m', memory: '160Mi' }, limits: { memory: '256Mi' } });
+    expect(
+      sidecarOf(injectManifests(manifest, 'in.yaml', { ...DEFAULT_SIDECAR, resources }).output)?.resources,
+    ).toEqual(resources);
+  });
+
+  it.each([
+    [
+      ['--sidecar-memory-request', '128MB'],
+      {},
+      '--sidecar-memory-request 128MB (from --sidecar-memory-request) is not a positive Kubernetes quantity',
+    ],
+    [[], { CONFIG_SYNC_SIDECAR_CPU_REQUEST: '-1' }, 'CONFIG_SYNC_SIDECAR_CPU_REQUEST'],
+    [['--sidecar-cpu-request', '0'], {}, 'is not a positive Kubernetes quantity'],
+    [
+      ['--sidecar-memory-request', '256Mi'],
+      {},
+      "the sidecar's memory request 256Mi (from --sidecar-memory-request) is above its limit 192Mi (from the default)",
+    ],
+  ])('%j %j: refused where it was given', (args, env, message) => {
+    expect(() => resourcesOf(args, env)).toThrow(message);
+  });
+
+  it('reads quantities as Kubernetes does', () => {
+    expect(quantityValue('128Mi')).toBe(128 * 2 ** 20);
+    expect(quantityValue('1G')).toBe(1e9);
+    expect(quantityValue('10m')).toBeCloseTo(0.01);
+    expect(quantityValue('0.5')).toBe(0.5);
+    expect(quantityValue('1e3')).toBe(1000);
+    expect(quantityValue('128MB')).toBeUndefined();
+    expect(quantityValue('')).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { defaulted, resolveSettings, type SettingDef } from '../../config/settings.ts';
+import { sidecarResourceSettings, sidecarResources } from '../../config/sidecar-resources.ts';
 import { sidecarAgentEnv, sidecarSettings } from '../../config/sidecar-settings.ts';
 import { ConfigSyncError, EXIT } from '../../errors.ts';
 import { injectManifests } from '../../inject/inject.ts';
@@ -34,6 +35,7 @@ const defs: readonly SettingDef[] = [
     description: 'the ServiceAccount the Pods run as (bound to the Role of deploy/sidecar/rbac)',
   },
   ...sidecarSettings,
+  ...sidecarResourceSettings,
 ];
 
 /** Reads stdin to the end (the CLI's only use of it). */
@@ -51,6 +53,7 @@ export const injectCommand: Command = {
   async run(args: readonly string[], io: CliIO, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const settings = resolveSettings('inject', defs, args, env);
     const agentEnv = sidecarAgentEnv('inject', settings);
+    const resources = sidecarResources('inject', settings);
     const file = defaulted(settings, 'filename').value;
     let source: string;
     try {
@@ -69,6 +72,7 @@ export const injectCommand: Command = {
       image: defaulted(settings, 'image').value,
       serviceAccount: defaulted(settings, 'service-account').value,
       agentEnv,
+      resources,
     });
     io.stdout.write(result.output);
     for (const n of result.notes) io.stderr.write(`note: ${n}\n`);

@@ -1,4 +1,5 @@
 import { resolveSettings, type SettingDef } from '../../config/settings.ts';
+import { sidecarResourceSettings, sidecarResources } from '../../config/sidecar-resources.ts';
 import { sidecarAgentEnv, sidecarSettings } from '../../config/sidecar-settings.ts';
 import { EXIT } from '../../errors.ts';
 import { checkImageReference } from '../../inject/image-ref.ts';
@@ -43,6 +44,7 @@ const defs: readonly SettingDef[] = [
     description: 'the config-sync image to inject',
   },
   ...sidecarSettings,
+  ...sidecarResourceSettings,
 ];
 
 export const webhookCommand: Command = {
@@ -54,6 +56,7 @@ export const webhookCommand: Command = {
     const settings = resolveSettings('webhook', defs, args, env);
     const image = checkImageReference('webhook', settings.string('image')?.value ?? DEFAULT_SIDECAR.image);
     const agentEnv = sidecarAgentEnv('webhook', settings);
+    const resources = sidecarResources('webhook', settings);
     const log = createLogger('info', { role: 'webhook' }, io.stdout);
     const controller = new AbortController();
     process.once('SIGTERM', () => controller.abort());
@@ -63,7 +66,7 @@ export const webhookCommand: Command = {
         listen: settings.string('listen')?.value ?? ':8443',
         certFile: settings.string('tls-cert-file')?.value ?? '',
         keyFile: settings.string('tls-key-file')?.value ?? '',
-        sidecar: { ...DEFAULT_SIDECAR, image, agentEnv },
+        sidecar: { ...DEFAULT_SIDECAR, image, agentEnv, resources },
         certPollMs: 2000,
       },
       log,
