@@ -144,3 +144,74 @@ it('runs the agent in sync against the control plane, with a read-only config vo
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   expect(metrics).toMatch(/^config_sync_in_sync 1$/m);
 }, 120_000);
+
+/** A file of an image's root filesystem, read through a mounted working container. */
+function fileOf(image: string, file: string): Buffer {
+  const c = buildah('from', image);
+  containers.push(c);
+  const dir = buildah('mount', c);
+  try {
+    return fs.readFileSync(path.join(dir, file));
+  } finally {
+    buildah('umount', c);
+  }
+}
+
+/** An ELF file's machine (e_machine): 62 x86-64, 183 AArch64. */
+const elfMachine = (bytes: Buffer) =>
+  bytes.subarray(0, 4).toString('latin1') === '\x7fELF' ? bytes.readUInt16LE(18) : -1;
+
+it('carries its version, revision and SBOM, and a stripped Node binary', () => {
+  const inspected = JSON.parse(buildah('inspect', '--type', 'image', image)) as {
+    OCIv1: { architecture: string; config: { Labels: Record<string, string> } };
+  };
+  expect(inspected.OCIv1.architecture).toBe('amd64');
+  expect(inspected.OCIv1.config.Labels).toMatchObject({
+    'org.opencontainers.image.version': pkg.version,
+    'org.opencontainers.image.revision': expect.stringMatching(/^[0-9a-f]{40}$/),
+  });
+  const sbom = JSON.parse(fileOf(image, 'app/sbom.cdx.json').toString('utf8')) as {
+    bomFormat: string;
+    components: { name: string }[];
+  };
+  expect(sbom.bomFormat).toBe('CycloneDX');
+  expect(sbom.components.map((c) => c.name)).toContain('@kubernetes/client-node');
+  const node = fileOf(image, 'nodejs/bin/node');
+  expect(elfMachine(node)).toBe(62);
+  // Stripped: smaller than npm's binary of the same version.
+  expect(node.length).toBeLessThan(
+    fs.statSync(fs.realpathSync(path.join(root, 'node_modules/node/bin/node'))).size,
+  );
+});
+
+// No arm64 machine here to run it: its config says arm64, its Node binary and loader are
+// AArch64 ELF, and the two platforms go out as one manifest list.
+it('for linux/arm64 too, both as one manifest list a registry (here an OCI layout on disk) takes', () => {
+  const layout = tempDir('config-sync-oci-');
+  const built = execFileSync(
+    'bash',
+    [path.join(root, 'scripts/build-image.sh'), '--push', `oci:${layout}:${pkg.version}`],
+    { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  expect(built.trim().split('\n').at(-1)).toBe(`oci:${layout}:${pkg.version}`);
+  const arm = `${image}-arm64`;
+  const inspected = JSON.parse(buildah('inspect', '--type', 'image', arm)) as {
+    OCIv1: { architecture: string; os: string };
+  };
+  expect(inspected.OCIv1).toMatchObject({ architecture: 'arm64', os: 'linux' });
+  expect(elfMachine(fileOf(arm, 'nodejs/bin/node'))).toBe(183);
+  expect(elfMachine(fileOf(arm, 'lib/ld-linux-aarch64.so.1'))).toBe(183);
+  expect(elfMachine(fileOf(arm, 'lib/aarch64-linux-gnu/libstdc++.so.6'))).toBe(183);
+  // The layout's index names the list; the list names both platforms.
+  const index = JSON.parse(fs.readFileSync(path.join(layout, 'index.json'), 'utf8')) as {
+    manifests: { digest: string; mediaType: string }[];
+  };
+  const [entry] = index.manifests;
+  const list = JSON.parse(
+    fs.readFileSync(path.join(layout, 'blobs', ...(entry?.digest ?? '').split(':')), 'utf8'),
+  ) as { manifests: { platform: { architecture: string; os: string } }[] };
+  expect(list.manifests.map((m) => `${m.platform.os}/${m.platform.architecture}`).sort()).toEqual([
+    'linux/amd64',
+    'linux/arm64',
+  ]);
+}, 600_000);
