@@ -15,6 +15,7 @@ export const CHART_FILES = {
   'node-workload-policy.yaml': 'deploy/node/node-workload-policy.yaml',
   'prometheus-rule.yaml': 'deploy/sidecar/monitoring/prometheus-rule.yaml',
   'dashboard.json': 'deploy/sidecar/monitoring/dashboard.json',
+  'podmonitor.yaml': 'deploy/sidecar/monitoring/podmonitor.yaml',
 };
 
 if (import.meta.url === `file://${process.argv[1]}`) {
