@@ -147,7 +147,7 @@ describe('the chart', () => {
   it('renders the webhook exactly as deploy/webhook has it, for a release named config-sync in config-sync-system', () => {
     const rendered = docs(template('-n', 'config-sync-system').stdout);
     const base = docs(kubectl('kustomize', path.join(root, 'deploy/webhook')));
-    for (const kind of ['Deployment', 'Service', 'MutatingWebhookConfiguration']) {
+    for (const kind of ['Deployment', 'Service', 'MutatingWebhookConfiguration', 'PodDisruptionBudget']) {
       const [ours] = find(rendered, kind);
       const [theirs] = find(base, kind);
       expect(ours, kind).toBeDefined();
@@ -255,6 +255,117 @@ describe('the chart', () => {
     expect(refused.stderr).toContain('nodeAgent.enabled needs nodeAgent.namespaces');
   });
 
+  // Argo CD and Flux render the chart without a cluster: what they render must not change from
+  // one render to the next, or they show a diff for ever.
+  it("renders the same twice with cert-manager or a certificate of the user's own; the chart's own CA is new each time", () => {
+    const twice = (...values: string[]) => [template(...set(...values)), template(...set(...values))];
+    for (const values of [
+      ['webhook.tls.certManager.enabled=true'],
+      [
+        'webhook.tls.certManager.enabled=true',
+        'webhook.tls.certManager.issuerRef.name=cluster-ca',
+        'webhook.tls.certManager.issuerRef.kind=ClusterIssuer',
+      ],
+      ['webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN'],
+    ]) {
+      const [a, b] = twice(...values);
+      expect(a?.status, a?.stderr).toBe(0);
+      expect(a?.stdout, values.join(' ')).toBe(b?.stdout);
+    }
+    const [own1, own2] = twice();
+    expect(own1?.stdout).not.toBe(own2?.stdout);
+
+    // cert-manager: a Certificate for the Service's names, the CA injector asked for the
+    // caBundle, no Secret of the chart's.
+    const rendered = render('webhook.tls.certManager.enabled=true');
+    expect(find(rendered, 'Secret')).toEqual([]);
+    const [cert] = find(rendered, 'Certificate') as (Obj & {
+      spec: { dnsNames: string[]; issuerRef: unknown; secretName: string };
+    })[];
+    expect(cert?.spec.dnsNames).toContain('config-sync-config-sync-webhook.default.svc');
+    expect(cert?.spec.secretName).toBe('config-sync-config-sync-webhook-tls');
+    expect(cert?.spec.issuerRef).toEqual({
+      name: 'config-sync-config-sync-webhook-selfsigned',
+      kind: 'Issuer',
+    });
+    expect(find(rendered, 'Issuer')).toHaveLength(1);
+    const [config] = find(rendered, 'MutatingWebhookConfiguration') as (Obj & {
+      webhooks: { clientConfig: { caBundle?: string } }[];
+    })[];
+    expect(config?.metadata.annotations).toEqual({
+      'cert-manager.io/inject-ca-from': 'default/config-sync-config-sync-webhook-tls',
+    });
+    expect(config?.webhooks.map((w) => w.clientConfig.caBundle)).toEqual([undefined, undefined]);
+    const issuer = render(
+      'webhook.tls.certManager.enabled=true',
+      'webhook.tls.certManager.issuerRef.name=cluster-ca',
+      'webhook.tls.certManager.issuerRef.kind=ClusterIssuer',
+    );
+    expect(find(issuer, 'Issuer')).toEqual([]);
+    const both = template(
+      ...set(
+        'webhook.tls.certManager.enabled=true',
+        'webhook.tls.existingSecret=x',
+        'webhook.tls.caBundle=Q0E=',
+      ),
+    );
+    expect(both.stderr).toContain('choose certManager.enabled or existingSecret, not both');
+  });
+
+  it("passes the injected sidecar's resources to the webhook, and refuses a quantity Kubernetes would not take", () => {
+    const rendered = render(
+      'sidecar.resources.requests.memory=160Mi',
+      'sidecar.resources.limits.memory=256Mi',
+    );
+    const [deployment] = find(rendered, 'Deployment') as (Obj & {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
+    })[];
+    const args = deployment?.spec.template.spec.containers[0]?.args ?? [];
+    expect(args.join(' ')).toContain('--sidecar-memory-request 160Mi --sidecar-memory-limit 256Mi');
+    expect(args).not.toContain('--sidecar-cpu-request');
+    const bad = template(...set('sidecar.resources.requests.memory=128MB'));
+    expect(bad.stderr).toContain("at '/sidecar/resources/requests/memory': '128MB' does not match pattern");
+  });
+
+  it('schedules as asked: node selector, tolerations, affinity, priority, pull secrets; one replica has no budget', () => {
+    const rendered = render(
+      'webhook.nodeSelector.pool=system',
+      'webhook.tolerations[0].key=dedicated',
+      'webhook.tolerations[0].operator=Exists',
+      'webhook.priorityClassName=system-cluster-critical',
+      'imagePullSecrets[0].name=registry-credentials',
+      'nodeAgent.enabled=true',
+      'nodeAgent.namespaces={shop}',
+      'nodeAgent.priorityClassName=system-node-critical',
+      'nodeAgent.nodeSelector.kubernetes\\.io/os=linux',
+    );
+    const [deployment] = find(rendered, 'Deployment') as (Obj & {
+      spec: { template: { spec: Record<string, unknown> } };
+    })[];
+    expect(deployment?.spec.template.spec).toMatchObject({
+      nodeSelector: { pool: 'system' },
+      tolerations: [{ key: 'dedicated', operator: 'Exists' }],
+      priorityClassName: 'system-cluster-critical',
+      imagePullSecrets: [{ name: 'registry-credentials' }],
+      affinity: { podAntiAffinity: expect.anything() },
+    });
+    const [daemonSet] = find(rendered, 'DaemonSet') as (Obj & {
+      spec: { template: { spec: Record<string, unknown> } };
+    })[];
+    expect(daemonSet?.spec.template.spec).toMatchObject({
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      priorityClassName: 'system-node-critical',
+      imagePullSecrets: [{ name: 'registry-credentials' }],
+    });
+    const own = render(
+      'webhook.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool',
+      'webhook.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists',
+    );
+    const [d2] = find(own, 'Deployment') as (Obj & { spec: { template: { spec: { affinity: object } } } })[];
+    expect(Object.keys(d2?.spec.template.spec.affinity ?? {})).toEqual(['nodeAffinity']);
+    expect(find(render('webhook.replicas=1'), 'PodDisruptionBudget')).toEqual([]);
+  });
+
   it("a certificate of the user's own: no Secret made, the caBundle given, and none without it", () => {
     const rendered = render('webhook.tls.existingSecret=my-webhook-tls', 'webhook.tls.caBundle=Q0EgUEVN');
     expect(find(rendered, 'Secret')).toEqual([]);
@@ -291,7 +402,68 @@ describe('the chart', () => {
       ),
     );
     expect(run.status).not.toBe(0);
-    expect(run.stderr).toContain('workload kind "Job" is not one config-sync restarts');
+    expect(run.stderr).toContain(
+      "at '/agent/namespaces/0/workload/kind': value must be one of 'Deployment', 'StatefulSet', 'DaemonSet', 'Rollout'",
+    );
+  });
+
+  // values.schema.json: a value the webhook or the agent would refuse at start (and, with
+  // failurePolicy Ignore, Pods made without the sidecar, silently) fails at install instead.
+  it('bad values fail helm lint --strict and install, each named: a typo of a key, a duration, a mode', () => {
+    const lint = helm(
+      'lint',
+      '--strict',
+      chart,
+      ...set('sidecar.grace=abc', 'webhook.replica=3', 'sidecar.onDrift=reload', 'webhook.replicas=0'),
+    );
+    expect(lint.status).not.toBe(0);
+    for (const wanted of [
+      "at '/webhook': additional properties 'replica' not allowed",
+      "at '/sidecar/grace': 'abc' does not match pattern",
+      "at '/sidecar/onDrift': value must be one of '', 'restart', 'alert-only'",
+      "at '/webhook/replicas': minimum: got 0, want 1",
+    ])
+      expect(lint.stdout + lint.stderr).toContain(wanted);
+    const install = helm(
+      'install',
+      'bad-values',
+      chart,
+      '--dry-run=client',
+      ...set('nodeAgent.kubeletRoot=var/lib'),
+    );
+    expect(install.status).not.toBe(0);
+    expect(install.stderr).toContain("at '/nodeAgent/kubeletRoot': 'var/lib' does not match pattern '^/'");
+    const good = helm('lint', '--strict', chart, ...set('sidecar.grace=1m30s', 'sidecar.onDrift=alert-only'));
+    expect(good.status, good.stdout).toBe(0);
+  });
+
+  it('two workloads of one namespace: one ServiceAccount, Role and RoleBinding there, covering both', () => {
+    const rendered = render(
+      'agent.namespaces[0].namespace=shop',
+      'agent.namespaces[0].configMaps={web-config,shared}',
+      'agent.namespaces[0].workload.kind=Deployment',
+      'agent.namespaces[0].workload.name=web',
+      'agent.namespaces[1].namespace=shop',
+      'agent.namespaces[1].configMaps={shared,db-config}',
+      'agent.namespaces[1].secrets={db-password}',
+      'agent.namespaces[1].workload.kind=StatefulSet',
+      'agent.namespaces[1].workload.name=db',
+      'agent.namespaces[2].namespace=shop',
+      'agent.namespaces[2].workloads[0].kind=Deployment',
+      'agent.namespaces[2].workloads[0].name=worker',
+    );
+    for (const kind of ['ServiceAccount', 'Role', 'RoleBinding'])
+      expect(find(rendered, kind), kind).toHaveLength(1);
+    const [role] = find(rendered, 'Role') as (Obj & {
+      rules: { resources: string[]; resourceNames?: string[] }[];
+    })[];
+    const names = (resource: string) => role?.rules.find((r) => r.resources[0] === resource)?.resourceNames;
+    expect(names('configmaps')).toEqual(['web-config', 'shared', 'db-config']);
+    expect(names('secrets')).toEqual(['db-password']);
+    expect(names('deployments')).toEqual(['web', 'worker']);
+    expect(names('statefulsets')).toEqual(['db']);
+    const lint = helm('lint', '--strict', chart, ...set('agent.namespaces[0].namespace=shop'));
+    expect(lint.stdout + lint.stderr).toContain("at '/agent/namespaces/0': missing property 'workload'");
   });
 });
 
