@@ -16,6 +16,7 @@ import {
   expectOneRestart,
   sample,
   updateConfig,
+  webKeepingOldPods,
 } from './support-app.ts';
 
 const REPLICAS = 50;
@@ -28,7 +29,7 @@ describe(`${REPLICAS} replicas drift together`, () => {
   const ns = useNamespace('fleet');
 
   it(`exactly one restart among ${REPLICAS} agents`, { timeout: 300_000 }, async () => {
-    const pods: AppPod[] = await createApp(ns.admin, ns.name, REPLICAS);
+    const pods: AppPod[] = await createApp(ns.admin, ns.name, REPLICAS, webKeepingOldPods(REPLICAS));
     // --poll 2s (the default): 50 processes polling every 200 ms would be the test's own load.
     for (const p of pods) running.push(AgentProcess.start(p, ['--grace', '1s', '--poll', '2s']));
     await Promise.all(running.map((a) => a.waitFor((l) => l.state === 'InSync', 'InSync', 120_000)));

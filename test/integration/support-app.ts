@@ -27,6 +27,19 @@ export {
 
 export const applyRbac = (namespace: string) => app.applyRbac(controlPlane(), namespace);
 
+/**
+ * The web Deployment, its rollouts keeping every old Pod until a new one is ready (maxUnavailable
+ * 0), which without a kubelet here is never. For the tests whose agents may decide after a
+ * sibling's restart began its rollout (each calls a drift at an offset of its own, within a
+ * second): here an unscheduled Pod the rollout removes is deleted at once, and its bound token
+ * with it, so its agent could ask the API nothing more; a real Pod lives on, Terminating, until
+ * its containers have stopped.
+ */
+export const webKeepingOldPods = (replicas: number) =>
+  app.webDeployment(replicas, {
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+  });
+
 export const createApp = (
   admin: KubeConfig,
   namespace: string,
