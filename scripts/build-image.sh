@@ -163,7 +163,6 @@ build_one() {
   cp deploy/image/Dockerfile "$ctx/$arch/Dockerfile"
   # (3)
   log "buildah bud --platform $platform -t $name (node $node_version, Debian $(tr '\n' ' ' < "$libs/.packages"))"
-  "${B[@]}" rmi -f "$name" >/dev/null 2>&1 || true
   "${B[@]}" bud --isolation chroot --quiet --platform "$platform" -t "$name" \
     --label "org.opencontainers.image.title=config-sync" \
     --label "org.opencontainers.image.version=$version" \
@@ -191,7 +190,7 @@ if [ ${#names[@]} -gt 1 ] || [ -n "$push" ]; then
   list=$base
   "${B[@]}" manifest rm "$list" >/dev/null 2>&1 || "${B[@]}" rmi -f "$list" >/dev/null 2>&1 || true
   "${B[@]}" manifest create "$list" >/dev/null
-  for name in "${names[@]}"; do "${B[@]}" manifest add "$list" "containers-storage:$name" >/dev/null; done
+  for name in "${names[@]}"; do "${B[@]}" manifest add "$list" "$name" >/dev/null; done
   log "manifest list $list: ${platforms[*]}"
   result=$list
   if [ -n "$push" ]; then

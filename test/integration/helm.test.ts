@@ -79,6 +79,14 @@ const docs = (yaml: string): Obj[] =>
 const find = (objs: Obj[], kind: string) => objs.filter((o) => o.kind === kind);
 
 /** What only the chart adds to an object: Helm's labels, the release in the selector, the caBundle. */
+interface AntiAffinity {
+  podAntiAffinity?: {
+    preferredDuringSchedulingIgnoredDuringExecution?: {
+      podAffinityTerm: { labelSelector: { matchLabels?: Record<string, string> } };
+    }[];
+  };
+}
+
 function withoutChartOnly(obj: Obj): unknown {
   const copy = structuredClone(obj) as Record<string, unknown> & Obj;
   const strip = (labels: Record<string, string> | undefined) => {
@@ -102,6 +110,10 @@ function withoutChartOnly(obj: Obj): unknown {
     | undefined;
   strip(spec?.selector?.matchLabels);
   strip(spec?.template?.metadata?.labels);
+  // The webhook's replicas prefer different nodes: the term selects them by the same labels.
+  const affinity = (spec?.template as { spec?: { affinity?: AntiAffinity } } | undefined)?.spec?.affinity;
+  for (const term of affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [])
+    strip(term.podAffinityTerm.labelSelector.matchLabels);
   if (spec?.selector && !spec.selector.matchLabels) strip(spec.selector);
   for (const w of (copy.webhooks as { clientConfig: { caBundle?: string } }[] | undefined) ?? [])
     delete w.clientConfig.caBundle;
@@ -282,10 +294,10 @@ describe('the chart', () => {
     const [cert] = find(rendered, 'Certificate') as (Obj & {
       spec: { dnsNames: string[]; issuerRef: unknown; secretName: string };
     })[];
-    expect(cert?.spec.dnsNames).toContain('config-sync-config-sync-webhook.default.svc');
-    expect(cert?.spec.secretName).toBe('config-sync-config-sync-webhook-tls');
+    expect(cert?.spec.dnsNames).toContain('config-sync-webhook.default.svc');
+    expect(cert?.spec.secretName).toBe('config-sync-webhook-tls');
     expect(cert?.spec.issuerRef).toEqual({
-      name: 'config-sync-config-sync-webhook-selfsigned',
+      name: 'config-sync-webhook-selfsigned',
       kind: 'Issuer',
     });
     expect(find(rendered, 'Issuer')).toHaveLength(1);
@@ -293,7 +305,7 @@ describe('the chart', () => {
       webhooks: { clientConfig: { caBundle?: string } }[];
     })[];
     expect(config?.metadata.annotations).toEqual({
-      'cert-manager.io/inject-ca-from': 'default/config-sync-config-sync-webhook-tls',
+      'cert-manager.io/inject-ca-from': 'default/config-sync-webhook-tls',
     });
     expect(config?.webhooks.map((w) => w.clientConfig.caBundle)).toEqual([undefined, undefined]);
     const issuer = render(
