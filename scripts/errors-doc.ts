@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DOMAIN_EXIT, ERROR_CODES, type ErrorDomain } from '../src/error-codes.ts';
+import { ERROR_CODES, type ErrorDomain } from '../src/error-codes.ts';
+import { DOMAIN_EXIT } from '../src/errors.ts';
 
 export const ERRORS_PAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../docs/errors.md');
 

@@ -1,8 +1,9 @@
 // Every error code config-sync reports to a person, once: its domain (which sets the exit code:
 // usage and config 2, api and permission 3, internal 4), what triggers it, and how to fix it.
-// ConfigSyncError takes its domain from here, so a code cannot be reported under two exit
-// codes; docs/errors.md is generated from this table (npm run errors:doc), and a unit test
-// fails when the page, the table or the codes the source uses disagree.
+// ConfigSyncError takes its domain from here (errors.ts, DOMAIN_EXIT, maps it to the exit code),
+// so a code cannot be reported under two exit codes; docs/errors.md is generated from this
+// table (npm run errors:doc), and a unit test fails when the page, the table or the codes the
+// source uses disagree.
 
 export type ErrorDomain = 'usage' | 'config' | 'api' | 'permission' | 'internal';
 
@@ -285,12 +286,3 @@ export const ERROR_CODES = {
 } as const satisfies Readonly<Record<string, ErrorCodeInfo>>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
-
-/** The exit code each domain sets (README: usage and config 2, api and permission 3). */
-export const DOMAIN_EXIT: Readonly<Record<ErrorDomain, number>> = {
-  usage: 2,
-  config: 2,
-  api: 3,
-  permission: 3,
-  internal: 4,
-};

@@ -9,7 +9,7 @@
 // Error messages and details never carry a ConfigMap or Secret value: keys, paths, sizes and
 // hash prefixes only.
 
-import { DOMAIN_EXIT, ERROR_CODES, type ErrorCode, type ErrorDomain } from './error-codes.ts';
+import { ERROR_CODES, type ErrorCode, type ErrorDomain } from './error-codes.ts';
 
 export type { ErrorCode, ErrorDomain };
 
@@ -48,6 +48,15 @@ export const EXIT = {
   api: 3,
   internal: 4,
 } as const;
+
+/** The exit code each domain sets: usage and config 2, api and permission 3, internal 4. */
+export const DOMAIN_EXIT: Readonly<Record<ErrorDomain, number>> = {
+  usage: EXIT.usage,
+  config: EXIT.usage,
+  api: EXIT.api,
+  permission: EXIT.api,
+  internal: EXIT.internal,
+};
 
 export function exitCodeFor(error: unknown): number {
   return error instanceof ConfigSyncError ? DOMAIN_EXIT[error.domain] : EXIT.internal;

@@ -64,7 +64,8 @@ export function sidecarResources(command: string, settings: Settings): V1Resourc
   for (const s of SETTINGS) {
     const given = settings.string(s.name);
     if (!given) continue;
-    if (quantityValue(given.value) === undefined || (quantityValue(given.value) ?? 0) <= 0)
+    const value = quantityValue(given.value);
+    if (value === undefined || value <= 0)
       throw new ConfigSyncError(
         'CS_USAGE_BAD_FLAG',
         `${command}: --${s.name} ${given.value} (from ${given.source}) is not a positive Kubernetes quantity`,
