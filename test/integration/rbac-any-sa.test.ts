@@ -3,7 +3,7 @@
 // by the mark its Role carries (config-sync.io agents/restricted), not by a ServiceAccount name.
 // And they hold nobody else: a ServiceAccount with the same rights but no mark, and an
 // administrator with a wildcard rule, still change what they like.
-import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient, type KubeClient } from '../../src/kube/client.ts';
 import { createServiceAccountIdentity, grantRole, type Identity } from '../cluster/identities.ts';
@@ -11,28 +11,10 @@ import { layInClusterDir } from '../cluster/in-cluster.ts';
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
-import { applyRbac, firstPod } from './support-app.ts';
+import { applyRbac, firstPod, oneReplicaApp } from './support-app.ts';
 
 const ns = useNamespace('rbac-any-sa');
 const APP_SA = 'web-app';
-
-function deployment(name: string, serviceAccountName: string): V1Deployment {
-  const labels = { app: name };
-  return {
-    metadata: { name },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          serviceAccountName,
-          containers: [{ name: 'app', image: 'config-sync.invalid/app:never-pulled' }],
-        },
-      },
-    },
-  };
-}
 
 const deploymentPath = (name: string) => ({
   group: 'apps',
@@ -85,8 +67,8 @@ beforeAll(async () => {
     },
   });
   const apps = ns.admin.makeApiClient(AppsV1Api);
-  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('web', APP_SA) });
-  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('other', 'default') });
+  await apps.createNamespacedDeployment({ namespace: ns.name, body: oneReplicaApp('web', APP_SA) });
+  await apps.createNamespacedDeployment({ namespace: ns.name, body: oneReplicaApp('other', 'default') });
   webPod = await firstPod(ns.admin, ns.name, 'web');
   otherPod = await firstPod(ns.admin, ns.name, 'other');
   agent = await clientOf(

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, type V1Deployment } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createKubeClient } from '../../src/kube/client.ts';
 import type { Scope } from '../../src/kube/scope.ts';
@@ -15,40 +15,9 @@ import { type InClusterLayout, layInClusterDir, podEnv } from '../cluster/in-clu
 import { tempDir } from '../cluster/temp-dir.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { controlPlane, inClusterScope, rejection, useNamespace } from './support.ts';
-import { applyRbac, firstPod } from './support-app.ts';
+import { applyRbac, firstPod, oneReplicaApp } from './support-app.ts';
 
 const ns = useNamespace('rbac');
-
-function deployment(name: string, serviceAccountName: string): V1Deployment {
-  const labels = { app: name };
-  return {
-    metadata: { name },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          serviceAccountName,
-          volumes: [
-            { name: 'config', configMap: { name: 'web-config' } },
-            { name: 'secrets', secret: { secretName: 'web-secrets' } },
-          ],
-          containers: [
-            {
-              name: 'app',
-              image: 'config-sync.invalid/app:never-pulled',
-              volumeMounts: [
-                { name: 'config', mountPath: '/etc/app' },
-                { name: 'secrets', mountPath: '/etc/secrets' },
-              ],
-            },
-          ],
-        },
-      },
-    },
-  };
-}
 
 let webPod: { name: string; uid: string };
 let otherPod: { name: string; uid: string };
@@ -72,8 +41,11 @@ beforeAll(async () => {
     namespace: ns.name,
     body: { metadata: { name: 'unrelated' }, stringData: { k: 'v' } },
   });
-  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('web', 'config-sync-agent') });
-  await apps.createNamespacedDeployment({ namespace: ns.name, body: deployment('other', 'default') });
+  await apps.createNamespacedDeployment({
+    namespace: ns.name,
+    body: oneReplicaApp('web', 'config-sync-agent'),
+  });
+  await apps.createNamespacedDeployment({ namespace: ns.name, body: oneReplicaApp('other', 'default') });
   webPod = await firstPod(ns.admin, ns.name, 'web');
   otherPod = await firstPod(ns.admin, ns.name, 'other');
 

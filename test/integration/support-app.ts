@@ -138,3 +138,38 @@ export function appStartedAt(namespace: string, pod: string, at: Date): void {
   );
   if (res.status !== 0) throw new Error(`kubectl patch pod status: ${res.stderr}`);
 }
+
+/**
+ * A one-replica Deployment `name` whose Pods run as `serviceAccountName` and mount web-config and
+ * web-secrets: an app of the namespace, and another beside it, for the RBAC and admission tests.
+ */
+export function oneReplicaApp(name: string, serviceAccountName: string): V1Deployment {
+  const labels = { app: name };
+  return {
+    metadata: { name },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          serviceAccountName,
+          volumes: [
+            { name: 'config', configMap: { name: 'web-config' } },
+            { name: 'secrets', secret: { secretName: 'web-secrets' } },
+          ],
+          containers: [
+            {
+              name: 'app',
+              image: 'config-sync.invalid/app:never-pulled',
+              volumeMounts: [
+                { name: 'config', mountPath: '/etc/app' },
+                { name: 'secrets', mountPath: '/etc/secrets' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
