@@ -154,6 +154,11 @@ export const ERROR_CODES = {
     when: "the webhook's certificate or key cannot be read, is not PEM, or do not match",
     fix: 'pass `--tls-cert-file` and `--tls-key-file` of one key pair (e.g. from cert-manager)',
   },
+  CS_CONFIG_BAD_ANNOTATION: {
+    domain: 'config',
+    when: '`doctor` found a `config-sync.io/` annotation on the Pod that config-sync does not read, or a value it cannot read (the agent reports drift in that Pod and never restarts it, and sends an InvalidAnnotation Event)',
+    fix: 'fix the annotation on the Pod template as the message says ([configuration](configuration.md#per-workload-annotations))',
+  },
   CS_CONFIG_SERVER_TOO_OLD: {
     domain: 'config',
     when: '`doctor` found the API server older than Kubernetes 1.29, where the sidecar cannot run as a native sidecar',

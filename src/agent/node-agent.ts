@@ -99,7 +99,12 @@ export function startNodeAgent(deps: NodeAgentDeps, signal: AbortSignal): NodeAg
     const view = shared.view(namespace, rt.sources, () => wakeup.wake());
     const liveness = new Liveness(stuckMs, clock);
     podLog.info(
-      { sources: rt.sources.map(refKey), targets: rt.targets.length, notes: rt.notes },
+      {
+        sources: rt.sources.map(refKey),
+        targets: rt.targets.length,
+        notes: rt.notes,
+        ...(rt.selection.length ? { selection: rt.selection } : {}),
+      },
       'serving the Pod',
     );
     const loop = startPodLoop(

@@ -4,8 +4,9 @@
 // the node's (digest-key.ts, podKey).
 import type { V1Pod } from '@kubernetes/client-node';
 import type { NodeConfig } from '../config/node-config.ts';
+import { servedPod } from '../config/served-pod.ts';
 import { kubeletVolumePath, SIDECAR_CONTAINER } from '../discover/node-pods.ts';
-import { discoverTargets, referencedSources } from '../discover/targets.ts';
+import { referencedSources } from '../discover/targets.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Scope } from '../kube/scope.ts';
@@ -25,8 +26,13 @@ export interface NodeBase {
 /** The Pod's Runtime, or why there is nothing in it to check. */
 export function nodePodRuntime(base: NodeBase, pod: V1Pod): { rt: Runtime } | { nothing: string } {
   const namespace = pod.metadata?.namespace ?? '';
-  const discovery = discoverTargets(pod, { self: SIDECAR_CONTAINER });
-  if (discovery.targets.length === 0) return { nothing: 'no ConfigMap or Secret in it' };
+  const served = servedPod(pod, base.config.agent, { self: SIDECAR_CONTAINER }, 'node');
+  if (served.targets.length === 0)
+    return {
+      nothing: served.selection.length
+        ? `its annotations leave nothing to check (${served.selection.join('; ')})`
+        : 'no ConfigMap or Secret in it',
+    };
   const key = podKey(base.nodeKey, pod.metadata?.uid ?? '');
   const digestKeyId = keyId(key);
   const baseline = readStartBaselines(pod.metadata?.annotations?.[ANNOTATION.startBaselines], digestKeyId);
@@ -37,10 +43,12 @@ export function nodePodRuntime(base: NodeBase, pod: V1Pod): { rt: Runtime } | { 
       client: base.client,
       namespace,
       pod,
-      targets: discovery.targets,
-      sources: referencedSources(discovery.targets),
-      notes: [...discovery.notes, ...(baseline.note ? [baseline.note] : [])],
-      config: base.config.agent,
+      targets: served.targets,
+      sources: referencedSources(served.targets),
+      notes: [...served.notes, ...(baseline.note ? [baseline.note] : [])],
+      config: served.config,
+      selection: served.selection,
+      annotationProblems: served.problems,
       fingerprint: keyedFingerprint(key),
       volumePath: (target) => kubeletVolumePath(root, pod, target),
       baselines: baseline.baselines,

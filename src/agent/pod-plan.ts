@@ -1,5 +1,6 @@
 // The heal planner's input as this Pod gives it, for the agent and the one-shot commands alike.
 import type { V1Pod } from '@kubernetes/client-node';
+import { neverRestartTargets } from '../heal/never-restart.ts';
 import { podOrdinalOf } from '../heal/owner.ts';
 import { type OwnerState, type Plan, planHeal } from '../heal/planner.ts';
 import { ANNOTATION } from '../kube/annotations.ts';
@@ -30,6 +31,7 @@ export function planFor(
     podTerminating: Boolean(pod?.metadata?.deletionTimestamp),
     podOrdinal: podOrdinalOf(pod),
     expectedConfigHash: configVersion(lookup, rt.sources),
+    neverRestart: neverRestartTargets(rt.targets, verdicts, lookup),
     policy: rt.config.heal,
     now,
   });

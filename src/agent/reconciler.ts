@@ -16,6 +16,8 @@
 //  (4) if anything drifted, act (heal-actor.ts) with the owner read beside the confirmation;
 //      in reload mode, wait for the app's answer; then send the Drifted Events, unless a
 //      sibling's restart already heals the drift (its Pod's Events tell the story, once);
+//  (4b) on the first pass, an InvalidAnnotation Event for each annotation value that cannot be
+//      read: the Pod is never restarted until it is fixed, and its owner must learn why;
 //  (5) write the InSync condition and last-config-sync if due (status-writer.ts);
 //  (6) read the Pod again for a container start still pending; send again the Events whose
 //      create failed, once their backoff is over;
@@ -212,6 +214,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       unsentDrift = [];
       if (!outcome.siblingRestarted)
         await Promise.all(drift.map((message) => events.emit('Drifted', message, 'Warning')));
+    }
+    // (4b) config/pod-annotations.ts
+    for (const problem of ready ? [] : rt.annotationProblems) {
+      log.warn({ annotation: true }, problem);
+      await events.emit('InvalidAnnotation', `${problem}; until fixed, no restart`, 'Warning');
     }
     // (5)
     await status.write(pass.verdicts, matchedVersions(rt.sources, lookup), now, healer.note());

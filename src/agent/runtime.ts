@@ -3,9 +3,9 @@
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AgentConfig } from '../config/agent-config.ts';
+import { servedPod } from '../config/served-pod.ts';
 import {
   DEFAULT_VOLUME_MODE,
-  discoverTargets,
   referencedSources,
   type SourceRef,
   type Target,
@@ -30,8 +30,15 @@ export interface Runtime {
   readonly targets: readonly Target[];
   readonly sources: readonly SourceRef[];
   readonly notes: readonly string[];
-  /** The typed configuration it was opened with (warnings, verify windows, heal, reload). */
+  /**
+   * The typed configuration it was opened with (warnings, verify windows, heal, reload), with
+   * the Pod's annotations applied (config/pod-annotations.ts).
+   */
   readonly config: AgentConfig;
+  /** What the Pod's annotations changed and left out, one line each (config/served-pod.ts). */
+  readonly selection: readonly string[];
+  /** The Pod's annotation values that could not be read: told, and the Pod is never restarted. */
+  readonly annotationProblems: readonly string[];
   /** Digests shown outside the process are keyed with the Pod's key (--state-dir). */
   readonly fingerprint: Fingerprint;
   /**
@@ -79,6 +86,9 @@ export async function openRuntime(
   }));
   const notes: string[] = digestKey.note ? [digestKey.note] : [];
   let pod: V1Pod | undefined;
+  let podConfig = config;
+  let selection: readonly string[] = [];
+  let annotationProblems: readonly string[] = [];
   const podName = config.pod.name?.value;
   if (podName) {
     pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName }).catch(async (error) => {
@@ -87,19 +97,24 @@ export async function openRuntime(
         throw namespaceAbsentError(scope);
       throw error;
     });
-    const discovery = discoverTargets(pod, {
-      self: config.pod.selfContainer,
-      containers: config.pod.containers,
-    });
-    targets.push(...discovery.targets);
-    notes.push(...discovery.notes);
+    const served = servedPod(
+      pod,
+      config,
+      { self: config.pod.selfContainer, containers: config.pod.containers },
+      'sidecar',
+    );
+    targets.push(...served.targets);
+    notes.push(...served.notes);
+    ({ config: podConfig, selection, problems: annotationProblems } = served);
   }
   if (targets.length === 0) {
     throw new ConfigSyncError(
       'CS_CONFIG_NO_TARGETS',
       `${config.command}: nothing to check: no --watch target and no ConfigMap or Secret in ${podName ? `Pod ${podName}` : 'any Pod (no --pod, no POD_NAME)'}`,
       {
-        hint: 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass --watch PATH=configmap/NAME',
+        hint: selection.length
+          ? `the Pod's annotations leave nothing to check (${selection.join('; ')}); to run no agent in it, set config-sync.io/inject=disabled on its template`
+          : 'in a pod, set POD_NAME from the downward API (fieldRef: metadata.name); elsewhere pass --watch PATH=configmap/NAME',
       },
     );
   }
@@ -114,7 +129,9 @@ export async function openRuntime(
     targets,
     sources: referencedSources(targets),
     notes,
-    config,
+    config: podConfig,
+    selection,
+    annotationProblems,
     fingerprint: keyedFingerprint(digestKey.key),
     volumePath: (target) => path.join(config.mountRoot, target.mountPath),
     baselines: baseline.baselines,

@@ -23,7 +23,17 @@ export function checkLine(verdicts: readonly Verdict[]): string {
   return `${label}: ${first.target} ${first.reason}: ${first.message}${more}`;
 }
 
-export function planText(plan: Plan, verdicts: readonly Verdict[]): string {
+/** What the Pod's annotations changed and left out, and what in them could not be read. */
+export interface PlanSelection {
+  readonly selection: readonly string[];
+  readonly annotationProblems: readonly string[];
+}
+
+export function planText(
+  plan: Plan,
+  verdicts: readonly Verdict[],
+  selected: PlanSelection = { selection: [], annotationProblems: [] },
+): string {
   const head =
     plan.decision === 'restart'
       ? `plan: restart ${plan.workload?.kind} ${plan.workload?.name}`
@@ -34,6 +44,11 @@ export function planText(plan: Plan, verdicts: readonly Verdict[]): string {
           : 'plan: nothing to do';
   const lines = [head, '', 'Why:', ...plan.reasons.map((r) => `  ${r}`), '', 'Targets:'];
   for (const v of verdicts) lines.push(`  ${v.state.padEnd(11)} ${v.target}  ${v.reason}`);
+  if (selected.selection.length || selected.annotationProblems.length) {
+    lines.push('', "The Pod's annotations:");
+    for (const s of selected.selection) lines.push(`  ${s}`);
+    for (const p of selected.annotationProblems) lines.push(`  invalid: ${p}`);
+  }
   lines.push('', `config hash: ${plan.configHash}`);
   return `${lines.join('\n')}\n`;
 }

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { parseWatchSpec, type WatchSpec } from '../discover/watch-spec.ts';
 import { ConfigSyncError } from '../errors.ts';
-import type { HealPolicy } from '../heal/planner.ts';
+import type { HealMode, HealPolicy } from '../heal/planner.ts';
 import { type PolicyConfig, parseRestartWindow } from '../heal/policy.ts';
 import type { ReloadTrigger } from '../heal/reload.ts';
 import { isObjectName } from '../kube/names.ts';
@@ -248,6 +248,8 @@ export interface AgentConfig {
   readonly policy: PolicyConfig;
   /** Reload mode; undefined in restart and alert-only mode. */
   readonly reload: ReloadConfig | undefined;
+  /** --reload-fallback and --reload-settle, for a Pod whose annotation asks for reload mode. */
+  readonly reloadDefaults: { readonly fallback: HealMode; readonly settleMs: number };
   /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
   readonly warnings: readonly string[];
 }
@@ -358,6 +360,7 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
     heal,
     policy,
     reload,
+    reloadDefaults: { fallback, settleMs },
     warnings,
   };
 }
@@ -416,23 +419,48 @@ function reloadTrigger(
   settings: Settings,
   usage: (what: string, hint: string) => ConfigSyncError,
 ): ReloadTrigger {
-  const url = settings.string('reload-url')?.value;
-  const signal = settings.string('reload-signal')?.value;
-  const proc = settings.string('reload-process')?.value;
-  const hint =
-    'pass --reload-url http://127.0.0.1:PORT/PATH, or --reload-signal SIGHUP with --reload-process NAME';
-  if (url && signal) throw usage('--reload-url and --reload-signal are both set', hint);
+  const parsed = parseReloadTrigger(
+    {
+      url: settings.string('reload-url')?.value,
+      signal: settings.string('reload-signal')?.value,
+      process: settings.string('reload-process')?.value,
+    },
+    (name) => `--reload-${name}`,
+  );
+  if ('why' in parsed)
+    throw usage(
+      parsed.why || '--on-drift reload needs a way to tell the app',
+      'pass --reload-url http://127.0.0.1:PORT/PATH, or --reload-signal SIGHUP with --reload-process NAME',
+    );
+  return parsed.trigger;
+}
+
+/**
+ * A URL, or a signal with the process to send it to: exactly one way to tell the app, from the
+ * flags or a Pod's annotations (pod-annotations.ts). `name` says how each part is written where
+ * it was given. `why` is empty when none is given at all.
+ */
+export function parseReloadTrigger(
+  given: {
+    readonly url?: string | undefined;
+    readonly signal?: string | undefined;
+    readonly process?: string | undefined;
+  },
+  name: (part: 'url' | 'signal' | 'process') => string,
+): { trigger: ReloadTrigger } | { why: string } {
+  const { url, signal, process: proc } = given;
+  if (url && signal) return { why: `${name('url')} and ${name('signal')} are both set` };
   if (url) {
-    if (!/^https?:\/\//.test(url)) throw usage(`--reload-url ${url} is not an http(s) URL`, hint);
-    return { kind: 'http', url };
+    if (!/^https?:\/\//.test(url)) return { why: `${name('url')} ${url} is not an http(s) URL` };
+    return { trigger: { kind: 'http', url } };
   }
   if (signal) {
     if (!/^SIG[A-Z0-9]+$/.test(signal) || !(signal in osConstants.signals))
-      throw usage(`--reload-signal ${signal} is not a signal`, hint);
-    if (!proc) throw usage('--reload-signal needs --reload-process', hint);
-    return { kind: 'signal', signal: signal as NodeJS.Signals, process: proc };
+      return { why: `${name('signal')} ${signal} is not a signal` };
+    if (!proc) return { why: `${name('signal')} needs ${name('process')}` };
+    return { trigger: { kind: 'signal', signal: signal as NodeJS.Signals, process: proc } };
   }
-  throw usage('--on-drift reload needs a way to tell the app', hint);
+  return { why: '' };
 }
 
 function isDirectory(dir: string): boolean {

@@ -9,7 +9,9 @@ import type {
   V1SelfSubjectReview,
   VersionInfo,
 } from '@kubernetes/client-node';
-import { whoServes } from '../discover/node-pods.ts';
+import { parsePodAnnotations } from '../config/pod-annotations.ts';
+import { hasConfigSyncSidecar, whoServes } from '../discover/node-pods.ts';
+import { selectTargets } from '../discover/selection.ts';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
 import { ConfigSyncError } from '../errors.ts';
 import {
@@ -57,6 +59,8 @@ export interface DoctorReport {
   readonly ownerChain: readonly string[];
   readonly sources: readonly SourceRef[];
   readonly notes: readonly string[];
+  /** What the Pod's config-sync annotations change and leave out (config/pod-annotations.ts). */
+  readonly selection?: readonly string[];
   readonly access: readonly CheckedNeed[];
   readonly problems: readonly Problem[];
 }
@@ -100,6 +104,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
   const scope = client.scope;
   const problems: Problem[] = [...input.preflight];
   const notes: string[] = [];
+  const selection: string[] = [];
   const ownerChain: string[] = [];
   const namespace = input.namespace?.value;
   const base = { scope, ownerChain, notes, ...(input.pod ? { pod: input.pod } : {}) };
@@ -169,7 +174,24 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     try {
       const pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName });
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
-      for (const ref of referencedSources(discovery.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
+      // The workload's annotations, as the agent that serves it would read them: what they
+      // leave out is not checked, so its sources need no access; a value that cannot be read
+      // is a problem (the agent never restarts the Pod until it is fixed).
+      const said = parsePodAnnotations(
+        pod.metadata?.annotations,
+        hasConfigSyncSidecar(pod) ? 'sidecar' : 'node',
+      );
+      const selected = selectTargets(discovery.targets, said.selection);
+      selection.push(...said.lines, ...selected.excluded, ...selected.unmatched);
+      for (const problem of said.problems)
+        problems.push(
+          problemOf(
+            new ConfigSyncError('CS_CONFIG_BAD_ANNOTATION', `Pod ${podName}: ${problem}`, {
+              hint: 'fix the annotation on the Pod template; until then the agent reports drift in this Pod and never restarts it',
+            }),
+          ),
+        );
+      for (const ref of referencedSources(selected.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
       // Who checks it: its sidecar, the node agent (opted in by the Pod or its namespace's
       // label), or nobody. The namespace is read for its label where the identity may.
@@ -277,6 +299,7 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     identity,
     ...(serverVersion ? { serverVersion } : {}),
     sources: [...sources.values()],
+    ...(selection.length ? { selection } : {}),
     access,
     problems,
   };

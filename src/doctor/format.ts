@@ -76,6 +76,7 @@ export function formatText(
       `  ${report.sources.map((s) => `${s.kind} ${s.name}`).join(', ') || '(no ConfigMap or Secret referenced)'}`,
     );
     for (const n of report.notes) out.push(`  note: ${n}`);
+    for (const line of report.selection ?? []) out.push(`  annotation: ${line}`);
     out.push('');
   }
   if (report.access.length) {

@@ -120,7 +120,9 @@ export type EventReason =
   | 'PolicyDenied'
   | 'WorkloadPaused'
   | 'UpdateOnDelete'
-  | 'UpdatePartitioned';
+  | 'UpdatePartitioned'
+  | 'NeverRestart'
+  | 'InvalidAnnotation';
 
 export interface PodRef {
   readonly name: string;

@@ -60,6 +60,8 @@ export type OwnerState =
 export interface HealPolicy {
   readonly mode: HealMode;
   readonly minRestartIntervalMs: number;
+  /** Where the mode came from, where not the agent's --on-drift: a Pod's annotation, or why. */
+  readonly modeFrom?: string;
 }
 
 export interface PlanInput {
@@ -75,6 +77,11 @@ export interface PlanInput {
   readonly podOrdinal?: number | undefined;
   /** The digest of every source as the API has it now. */
   readonly expectedConfigHash: string;
+  /**
+   * Drifted targets whose drift comes only from sources that say never restart for them
+   * (never-restart.ts): target id -> the sources' lines.
+   */
+  readonly neverRestart?: ReadonlyMap<string, readonly string[]>;
   readonly policy: HealPolicy;
   readonly now: number;
 }
@@ -91,7 +98,8 @@ export type AlertReason =
   | 'PolicyDenied'
   | 'WorkloadPaused'
   | 'UpdateOnDelete'
-  | 'UpdatePartitioned';
+  | 'UpdatePartitioned'
+  | 'NeverRestart';
 
 export interface Plan {
   readonly decision: Decision;
@@ -145,6 +153,9 @@ export interface Plan {
  *      scale-down, and would start a second rollout nobody needs;
  *  (4) an owner config-sync does not restart (kube/resources.ts, WORKLOADS): alert, never touch it;
  *  (5) mode alert-only: alert;
+ *  (5b) every drifted target drifts only in sources that say never restart for them
+ *      (config-sync.io/restart=never): alert (NeverRestart). Where another target drifts too,
+ *      the restart it calls for goes ahead, and heals both;
  *  (6) the workload already carries the expected config hash: if this pod was created by that
  *      restart, the restart did not heal: open the circuit (alert, no second restart); otherwise
  *      a sibling restarted it already: deduped, saying how far its rollout is, or that its
@@ -249,7 +260,22 @@ export function planHeal(input: PlanInput): Plan {
       workload,
       decision: 'alert',
       alert: 'AlertOnly',
-      reasons: [...why, 'not restarting: --on-drift alert-only'],
+      reasons: [...why, `not restarting: ${policy.modeFrom ?? '--on-drift alert-only'}`],
+    };
+  }
+  // (5b)
+  const never = input.neverRestart;
+  if (never && drifted.every((v) => never.has(v.target))) {
+    const sources = [...new Set(drifted.flatMap((v) => never.get(v.target) ?? []))];
+    return {
+      ...base,
+      workload,
+      decision: 'alert',
+      alert: 'NeverRestart',
+      reasons: [
+        ...why,
+        `not restarting: ${sources.join('; ')}; the drift is reported, and healed when its Pods are replaced for another reason`,
+      ],
     };
   }
   // (6b), (6c), (6d): whether anything holds a rollout back from this Pod.

@@ -83,6 +83,7 @@ const EVENT_ALERTS = [
   'CircuitOpen',
   'SourceMissing',
   'PolicyDenied',
+  'NeverRestart',
   ...Object.values(HOLD_ALERTS),
 ] as const satisfies readonly (AlertReason & EventReason)[];
 
@@ -127,11 +128,13 @@ export function planReport(plan: Plan, repeated: boolean): HealReport | undefine
 
 /**
  * Why the last plan did not restart, for the InSync condition's message, where an operator must
- * act: the refusing policy's line (PolicyDenied), or why a restart would not replace the Pod and
+ * act: the refusing policy's line (PolicyDenied), the source that rules a restart out
+ * (NeverRestart), or why a restart would not replace the Pod and
  * what would (HOLD_ALERTS, and a restart recorded on a paused Deployment). Undefined otherwise.
  */
 export function conditionNote(plan: Plan): string | undefined {
   if (plan.alert === 'PolicyDenied') return policyRefusal(plan);
+  if (plan.alert === 'NeverRestart') return plan.reasons.at(-1);
   if (plan.paused) return plan.paused;
   if (isHoldAlert(plan.alert)) return plan.reasons.at(-1);
   return undefined;

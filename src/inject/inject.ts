@@ -9,13 +9,16 @@
 //      template is), spec of a Pod, the same in each item of a List. Other workload kinds (Job,
 //      CronJob, ReplicaSet) are left alone with a note: config-sync cannot restart them;
 //  (3) refuse what cannot work: a Pod spec that runs as another ServiceAccount, that turns the
-//      token off, or that has an app container named config-sync;
+//      token off, or that has an app container named config-sync; (3b) a config-sync.io/
+//      annotation on the template the agent cannot read is a note (the template's annotations
+//      are never changed);
 //  (4) compute the sidecar; if the Pod already has it exactly, change nothing (idempotent);
 //      else add or replace it among the init containers, set the ServiceAccount and add the
 //      sidecar's state emptyDir;
 //  (5) re-serialize only the documents that changed: every other document keeps its bytes.
 import type { V1PodSpec } from '@kubernetes/client-node';
 import { type Document, isMap, isSeq, parseDocument } from 'yaml';
+import { parsePodAnnotations } from '../config/pod-annotations.ts';
 import { ConfigSyncError, type ErrorCode } from '../errors.ts';
 import { RESTARTABLE_KINDS, workloadType } from '../kube/resources.ts';
 import { checkImageReference } from './image-ref.ts';
@@ -157,6 +160,14 @@ function injectPodSpec(
       origin,
     );
   }
+  // (3b) The template's config-sync annotations pass through unchanged; one the agent cannot
+  // read is told here, before it reaches a cluster (config/pod-annotations.ts).
+  const annotations = doc.getIn([...ref.path.slice(0, -1), 'metadata', 'annotations']) as
+    | { toJSON(): unknown }
+    | undefined;
+  const given = isMap(annotations) ? (annotations.toJSON() as Record<string, string>) : undefined;
+  for (const p of parsePodAnnotations(given, 'sidecar').problems)
+    notes.push(`${where}: invalid annotation: ${p}; the agent will report drift there and never restart it`);
   // (4)
   if (configMounts(spec).length === 0) {
     notes.push(`${where}: mounts no ConfigMap or Secret, nothing for config-sync to check; left alone`);

@@ -18,6 +18,35 @@ export const ANNOTATION = {
 } as const;
 
 /**
+ * On a workload's Pod template (so on its Pods): the workload's own say over what is checked and
+ * what is done about drift, read by the sidecar and the node agent (config/pod-annotations.ts).
+ * They win over the agent's flags for that Pod.
+ */
+export const POD_SETTING = {
+  /** Volumes, ConfigMaps and Secrets not to check: `volume/cache, configmap/flags, secret/tls`. */
+  ignore: 'config-sync.io/ignore',
+  /** restart, alert-only or reload: as --on-drift, for this workload. */
+  onDrift: 'config-sync.io/on-drift',
+  /** As --grace, for this workload. */
+  grace: 'config-sync.io/grace',
+  /** Reload mode: as --reload-url. */
+  reloadUrl: 'config-sync.io/reload-url',
+  /** Reload mode: as --reload-signal, with reload-process. */
+  reloadSignal: 'config-sync.io/reload-signal',
+  /** Reload mode: as --reload-process. */
+  reloadProcess: 'config-sync.io/reload-process',
+  /** restart (default) or ignore: what a changed Secret read as environment variables calls for. */
+  secretEnv: 'config-sync.io/secret-env',
+} as const;
+
+/**
+ * On a ConfigMap or Secret: `never` says a drift of it is reported and never healed by a
+ * restart (a source shared by many workloads whose owners are not its owner); `allowed` is the
+ * default.
+ */
+export const SOURCE_RESTART_ANNOTATION = 'config-sync.io/restart';
+
+/**
  * On a Namespace or a Pod (its workload's template): `config-sync.io/inject=enabled` asks the
  * admission webhook for the sidecar (deploy/webhook); `disabled` on a Pod refuses it.
  */

@@ -5,6 +5,7 @@
 import { hash } from 'node:crypto';
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import type { SourceRef } from '../discover/targets.ts';
+import { SOURCE_RESTART_ANNOTATION } from '../kube/annotations.ts';
 
 export interface KeyDigest {
   readonly sha256: string;
@@ -27,6 +28,12 @@ export interface SourceSnapshot {
    * can hold an older version of it (one started before it existed could not have mounted it).
    */
   readonly neverChanged?: boolean;
+  /**
+   * Set when the object says a drift of it is never healed by a restart
+   * (config-sync.io/restart=never), or carries a value there that cannot be read, which is held
+   * to the same until fixed: the line that says which.
+   */
+  readonly neverRestart?: string;
   readonly keys: ReadonlyMap<string, KeyDigest>;
 }
 
@@ -93,8 +100,10 @@ function snapshot(
     seenAt === undefined && created !== undefined && (fromApi ?? created) <= created + 1000;
   const changedAt =
     fromApi === undefined ? seenAt : seenAt === undefined ? fromApi : Math.max(fromApi, seenAt);
+  const neverRestart = neverRestartLine(ref, obj.metadata?.annotations?.[SOURCE_RESTART_ANNOTATION]);
   return {
     ref,
+    ...(neverRestart ? { neverRestart } : {}),
     uid: obj.metadata?.uid ?? '',
     resourceVersion: obj.metadata?.resourceVersion ?? '',
     immutable: obj.immutable === true,
@@ -102,6 +111,18 @@ function snapshot(
     neverChanged,
     keys,
   };
+}
+
+/**
+ * What the object's config-sync.io/restart annotation says: `never`, a line saying so; `allowed`
+ * or none, nothing; anything else, a line saying it cannot be read and is held to `never` until
+ * fixed (a restart cannot be taken back; the owner of a shared source who meant to rule one out
+ * must not get one by a typo).
+ */
+export function neverRestartLine(ref: SourceRef, value: string | undefined): string | undefined {
+  if (value === undefined || value === 'allowed') return undefined;
+  if (value === 'never') return `${refKey(ref)} says ${SOURCE_RESTART_ANNOTATION}=never`;
+  return `${refKey(ref)} has ${SOURCE_RESTART_ANNOTATION}="${value}", which is not never or allowed: held to never until it is fixed`;
 }
 
 /** A ConfigMap or Secret, by the kind its reference names. */

@@ -6,6 +6,7 @@
 // a Pod must already run as an identity bound to config-sync's Role. A warning says so when it
 // runs as `default`.
 import type { V1Pod } from '@kubernetes/client-node';
+import { parsePodAnnotations } from '../config/pod-annotations.ts';
 import { podShapeProblem } from '../inject/pod-shape.ts';
 import {
   configMounts,
@@ -103,6 +104,12 @@ export function mutatePod(review: AdmissionReview, options: SidecarOptions): Mut
           `config-sync injected, but the Pod runs as ServiceAccount "default": bind config-sync's Role to it or run it as ${options.serviceAccount}`,
         ]
       : [];
+  // The Pod's config-sync annotations pass through unchanged; one the agent cannot read is told
+  // to whoever applies it (kubectl prints admission warnings), not only later in an Event.
+  for (const p of parsePodAnnotations(pod.metadata?.annotations, 'sidecar').problems)
+    warnings.push(
+      `config-sync: invalid annotation: ${p}; the agent will report drift and never restart this Pod`,
+    );
   return allow('injected', {
     patchType: 'JSONPatch',
     patch: Buffer.from(JSON.stringify(ops)).toString('base64'),

@@ -150,6 +150,23 @@ spec:
     ]);
   });
 
+  it("passes the template's config-sync annotations through, and names one the agent cannot read", () => {
+    const annotated = deployment().replace(
+      'spec:\n  template:\n    spec:',
+      'spec:\n  template:\n    metadata:\n      annotations: {config-sync.io/ignore: "volume/tls", config-sync.io/grace: soon}\n    spec:',
+    );
+    expect(annotated).toContain('config-sync.io/grace: soon');
+    const result = inject(annotated);
+    expect(result.injected).toEqual(['Deployment web']);
+    expect(parse(result.output.replace(/^---\n/, '')).spec.template.metadata.annotations).toEqual({
+      'config-sync.io/ignore': 'volume/tls',
+      'config-sync.io/grace': 'soon',
+    });
+    expect(result.notes).toEqual([
+      'in.yaml: Deployment web: invalid annotation: config-sync.io/grace="soon" is not a duration; write e.g. 30s, 2m or 1m30s; the agent will report drift there and never restart it',
+    ]);
+  });
+
   it('leaves a workload that mounts no ConfigMap or Secret alone, with a note', () => {
     const plain =
       'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare}\nspec: {template: {spec: {containers: [{name: a, image: x}]}}}\n';

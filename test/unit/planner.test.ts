@@ -404,3 +404,41 @@ describe('planHeal', () => {
     });
   });
 });
+
+describe('planHeal: a source that says never restart for it (step 5b)', () => {
+  const other: Verdict = { ...drifted, target: 'app:/etc/other' };
+  const never = new Map([['app:/etc/app', ['ConfigMap/shared-ca says config-sync.io/restart=never']]]);
+
+  it('alerts, never restarts, where every drifted target drifts only in such sources', () => {
+    const plan = planHeal(input({ neverRestart: never }));
+    expect(plan).toMatchObject({ decision: 'alert', alert: 'NeverRestart' });
+    expect(plan.reasons.at(-1)).toBe(
+      'not restarting: ConfigMap/shared-ca says config-sync.io/restart=never; the drift is reported, and healed when its Pods are replaced for another reason',
+    );
+  });
+
+  it('restarts where another target drifts too: that restart heals both', () => {
+    expect(planHeal(input({ verdicts: [drifted, other], neverRestart: never })).decision).toBe('restart');
+  });
+
+  it('says nothing of it in alert-only mode, where nothing restarts anyway', () => {
+    const plan = planHeal(
+      input({ neverRestart: never, policy: { mode: 'alert-only', minRestartIntervalMs: 0 } }),
+    );
+    expect(plan.alert).toBe('AlertOnly');
+    expect(plan.reasons.at(-1)).toBe('not restarting: --on-drift alert-only');
+  });
+
+  it('names a Pod annotation as where alert-only came from', () => {
+    const plan = planHeal(
+      input({
+        policy: {
+          mode: 'alert-only',
+          minRestartIntervalMs: 0,
+          modeFrom: 'config-sync.io/on-drift=alert-only on the Pod',
+        },
+      }),
+    );
+    expect(plan.reasons.at(-1)).toBe('not restarting: config-sync.io/on-drift=alert-only on the Pod');
+  });
+});

@@ -48,6 +48,22 @@ describe('mutatePod', () => {
     expect(patchOf(mutatePod(review(withState), DEFAULT_SIDECAR))).toHaveLength(1);
   });
 
+  it('warns of a config-sync annotation the agent cannot read, and changes no annotation', () => {
+    const annotated = {
+      ...pod(),
+      metadata: { generateName: 'web-', annotations: { 'config-sync.io/on-drift': 'never' } },
+    };
+    const r = mutatePod(review(annotated), DEFAULT_SIDECAR);
+    expect(r.decision).toBe('injected');
+    expect(patchOf(r).map((op: { path: string }) => op.path)).toEqual([
+      '/spec/initContainers',
+      '/spec/volumes/-',
+    ]);
+    expect(r.review.response.warnings).toEqual([
+      'config-sync: invalid annotation: config-sync.io/on-drift="never" is not restart, alert-only or reload; write one of those; the agent will report drift and never restart this Pod',
+    ]);
+  });
+
   it('appends to existing init containers', () => {
     const r = mutatePod(review(pod({ initContainers: [{ name: 'migrate', image: 'm' }] })), DEFAULT_SIDECAR);
     expect(patchOf(r)[0]).toMatchObject({ op: 'add', path: '/spec/initContainers/-' });

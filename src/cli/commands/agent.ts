@@ -74,6 +74,7 @@ export const agentCommand: Command = {
     );
     for (const d of scope.disagreements) log.warn({ chosen: d.chosen, other: d.other }, d.message);
     for (const n of rt.notes) log.info(n);
+    for (const line of rt.selection) log.info({ selection: true }, line);
     for (const w of rt.config.warnings) log.warn(w);
 
     log.info({ address: http.address }, 'listening');

@@ -17,6 +17,7 @@ export const checkCommand: Command = {
     const settings = resolveSettings('check', targetSettings, args, env);
     const rt = await openRuntime(agentConfig('check', settings), env);
     for (const w of rt.config.warnings) io.stderr.write(`warning: ${w}\n`);
+    for (const p of rt.annotationProblems) io.stderr.write(`warning: invalid annotation: ${p}\n`);
     const { verdicts } = await runOnce(rt, Date.now());
     io.stdout.write(`${checkLine(verdicts)}\n`);
     const state = overall(verdicts);

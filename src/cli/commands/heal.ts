@@ -55,14 +55,15 @@ export const healCommand: Command = {
     const format = parseOutputFormat(settings.string('output')?.value);
     const rt = await openRuntime(agentConfig('heal', settings), env);
     for (const w of rt.config.warnings) io.stderr.write(`warning: ${w}\n`);
+    const selected = { selection: rt.selection, annotationProblems: rt.annotationProblems };
     for (let attempt = 1; ; attempt += 1) {
       const { verdicts, plan } = await runOnce(rt, Date.now());
       const drift = overall(verdicts) === 'drift';
       if (settings.boolean('dry-run') || plan.decision !== 'restart') {
         io.stdout.write(
           format === 'json'
-            ? planJson(plan, verdicts, { dryRun: settings.boolean('dry-run') })
-            : planText(plan, verdicts),
+            ? planJson(plan, verdicts, { dryRun: settings.boolean('dry-run'), ...selected })
+            : planText(plan, verdicts, selected),
         );
         if (settings.boolean('dry-run')) return drift ? EXIT.drift : EXIT.ok;
         const report = planReport(plan, false);
@@ -78,8 +79,8 @@ export const healCommand: Command = {
           : `restarted ${plan.workload?.kind} ${plan.workload?.name} with config ${plan.configHash}`;
         io.stdout.write(
           format === 'json'
-            ? planJson(plan, verdicts, { result: plan.paused ? 'paused' : 'restarted' })
-            : `${planText(plan, verdicts)}${done}\n`,
+            ? planJson(plan, verdicts, { result: plan.paused ? 'paused' : 'restarted', ...selected })
+            : `${planText(plan, verdicts, selected)}${done}\n`,
         );
         return plan.paused ? EXIT.drift : EXIT.ok;
       }
