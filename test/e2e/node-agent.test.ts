@@ -639,4 +639,148 @@ describeOnNode('the node agent on a real node (deploy/node, the shipped image)',
       await core.deleteNode({ name: 'e2e-no-kubelet' }).catch(() => {});
     }
   });
+
+  it("honours the workloads' annotations: ignored volume and env Secret, a never-restart source, a bad value told", async () => {
+    const { admin, ns } = state;
+    const restricted = {
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+    };
+    const appContainer = {
+      name: 'app',
+      image: 'registry.k8s.io/pause:3.10',
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+    };
+    const labels = { app: 'tango' };
+    apply(
+      [
+        // Mounted by many workloads, owned by none of them: drift reported, never a restart.
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'shared-ca', annotations: { 'config-sync.io/restart': 'never' } },
+          data: { 'ca.crt': 'ca-1\n' },
+        },
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'scratch' }, data: { seed: '1\n' } },
+        {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'env-tango' },
+          stringData: { password: SECRET_VALUE },
+        },
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'tango' },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: labels },
+            template: {
+              metadata: {
+                labels,
+                annotations: {
+                  'config-sync.io/ignore': 'volume/scratch',
+                  'config-sync.io/secret-env': 'ignore',
+                },
+              },
+              spec: {
+                automountServiceAccountToken: false,
+                ...restricted,
+                containers: [
+                  {
+                    ...appContainer,
+                    env: [
+                      { name: 'PW', valueFrom: { secretKeyRef: { name: 'env-tango', key: 'password' } } },
+                    ],
+                    volumeMounts: [
+                      { name: 'ca', mountPath: '/etc/ca.crt', subPath: 'ca.crt', readOnly: true },
+                      { name: 'scratch', mountPath: '/var/scratch', subPath: 'seed', readOnly: true },
+                    ],
+                  },
+                ],
+                volumes: [
+                  { name: 'ca', configMap: { name: 'shared-ca' } },
+                  { name: 'scratch', configMap: { name: 'scratch' } },
+                ],
+              },
+            },
+          },
+        },
+        // A bare Pod whose annotation cannot be read.
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'uniform', annotations: { 'config-sync.io/on-drift': 'restrat' } },
+          spec: {
+            automountServiceAccountToken: false,
+            ...restricted,
+            containers: [
+              { ...appContainer, volumeMounts: [{ name: 'c', mountPath: '/etc/app', readOnly: true }] },
+            ],
+            volumes: [{ name: 'c', configMap: { name: 'app-config' } }],
+          },
+        },
+      ],
+      ns,
+    );
+    const core = admin.makeApiClient(CoreV1Api);
+    const tango = await waitFor(
+      async () => {
+        const pod = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=tango' })).items[0];
+        return pod && inSyncCondition(pod)?.status === 'True' ? pod : undefined;
+      },
+      { what: 'tango InSync', timeoutMs: 120_000, intervalMs: 500, onTimeout: () => nodeAgentLogTail() },
+    );
+    const name = tango.metadata?.name ?? '';
+    const serving = (await nodeAgentLog(state.agent)).find(
+      (l) => l.msg === 'serving the Pod' && l.pod === name,
+    );
+    expect(serving?.selection).toEqual([
+      'container app: volume scratch at /var/scratch: not checked, config-sync.io/ignore names volume/scratch',
+      'container app: env from Secret env-tango: not checked, config-sync.io/secret-env is ignore',
+    ]);
+    expect(serving?.sources).toEqual(['ConfigMap/shared-ca']);
+
+    // The ignored ones change first; then the never-restart source, which the agent does check.
+    const patch = (kind: string, obj: string, body: unknown) =>
+      kubectl('-n', ns, 'patch', kind, obj, '--type', 'merge', '-p', JSON.stringify(body));
+    await patch('secret', 'env-tango', { stringData: { password: NEW_PASSWORD } });
+    await patch('configmap', 'scratch', { data: { seed: '2\n' } });
+    await patch('configmap', 'shared-ca', { data: { 'ca.crt': 'ca-2\n' } });
+    const podEvents = async (pod: string) =>
+      (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${pod}` })).items;
+    const never = await waitFor(
+      async () => (await podEvents(name)).find((e) => e.reason === 'NeverRestart'),
+      {
+        what: "tango's NeverRestart Event",
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        onTimeout: () => nodeAgentLogTail(),
+      },
+    );
+    expect(never.message).toContain('ConfigMap/shared-ca says config-sync.io/restart=never');
+    expect(never.message).toContain('app:/etc/ca.crt: SubPathStale');
+    // Nothing of the ignored ones: no drift told of them, no restart for anything.
+    const told = (await podEvents(name)).map((e) => e.message ?? '').join('\n');
+    expect(told).not.toContain('env-tango');
+    expect(told).not.toContain('scratch');
+    expect(await restartHistory(admin, ns, 'tango')).toEqual([]);
+    const now = await core.readNamespacedPod({ name, namespace: ns });
+    expect(inSyncCondition(now)?.status).toBe('False');
+    expect(inSyncCondition(now)?.message).toContain('config-sync.io/restart=never');
+
+    const invalid = await waitFor(
+      async () => (await podEvents('uniform')).find((e) => e.reason === 'InvalidAnnotation'),
+      {
+        what: "uniform's InvalidAnnotation Event",
+        timeoutMs: 60_000,
+        intervalMs: 500,
+        onTimeout: () => nodeAgentLogTail(),
+      },
+    );
+    expect(invalid.type).toBe('Warning');
+    expect(invalid.message).toBe(
+      'config-sync.io/on-drift="restrat" is not restart, alert-only or reload; write one of those; until fixed, no restart',
+    );
+    expect(JSON.stringify(await nodeAgentLog(state.agent))).not.toContain(NEW_PASSWORD);
+  });
 });
