@@ -125,7 +125,7 @@ export function createMetrics(
  * everything else the agent does. The lag is measured at scrape instead, as prom-client's own
  * nodejs_eventloop_lag_seconds is: how long a setImmediate takes to run.
  */
-function registerProcessMetrics(registry: Registry): void {
+export function registerProcessMetrics(registry: Registry): void {
   const registers = [registry];
   const prefix = 'config_sync_process_';
   // Each counter reads the CPU time itself at its own collect: the registry serializes each

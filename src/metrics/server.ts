@@ -1,10 +1,10 @@
-// /metrics, /healthz and /readyz on --listen. Liveness is "the loop is turning" (a pass finished
+// /metrics, /healthz and /readyz on --listen (the agents; the webhook's --metrics-listen). Liveness is "the loop is turning" (a pass finished
 // recently enough); readiness is "the first full compare is done".
 import http from 'node:http';
 import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type Registry from 'prom-client/lib/registry.js';
 import { ConfigSyncError } from '../errors.ts';
-import type { AgentMetrics } from './metrics.ts';
 
 export interface Health {
   ready(): boolean;
@@ -44,7 +44,7 @@ export async function listenOn(server: http.Server | https.Server, listen: strin
 
 export async function startHttpServer(
   listen: string,
-  metrics: AgentMetrics,
+  metrics: { readonly registry: Registry },
   health: Health,
   signal: AbortSignal,
 ): Promise<{ address: string; closed: Promise<void> }> {

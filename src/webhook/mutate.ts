@@ -34,10 +34,26 @@ export interface AdmissionResponse {
   };
 }
 
+/**
+ * What can be decided for a Pod, as the log says it, and its value of the `decision` label of
+ * config_sync_webhook_admissions_total (a closed set).
+ */
+export const ADMISSION_DECISIONS = {
+  injected: 'injected',
+  'already has the sidecar': 'already_injected',
+  'no ConfigMap or Secret mounted': 'no_config',
+  'token turned off': 'token_off',
+  'a Pod it cannot read': 'unreadable_pod',
+  'not a Pod with containers': 'not_a_pod',
+  failed: 'failed',
+} as const;
+
+export type AdmissionDecision = keyof typeof ADMISSION_DECISIONS;
+
 export interface MutationResult {
   readonly review: AdmissionResponse;
   /** What was decided, for the log: injected, or why not. */
-  readonly decision: string;
+  readonly decision: AdmissionDecision;
 }
 
 /**
@@ -50,7 +66,10 @@ export interface MutationResult {
 export function mutatePod(review: AdmissionReview, options: SidecarOptions): MutationResult {
   const uid = review.request?.uid ?? '';
   const pod = review.request?.object;
-  const allow = (decision: string, extra: Partial<AdmissionResponse['response']> = {}): MutationResult => ({
+  const allow = (
+    decision: AdmissionDecision,
+    extra: Partial<AdmissionResponse['response']> = {},
+  ): MutationResult => ({
     review: {
       apiVersion: 'admission.k8s.io/v1',
       kind: 'AdmissionReview',

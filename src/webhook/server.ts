@@ -6,9 +6,10 @@ import { ConfigSyncError } from '../errors.ts';
 import type { SidecarOptions } from '../inject/sidecar.ts';
 import { FILE_LIMITS, readRegularFile } from '../kube/regular-file.ts';
 import { listenOn } from '../metrics/server.ts';
+import type { RefusedReason, WebhookMetrics } from '../metrics/webhook-metrics.ts';
 import { statSignature } from '../watch/file-watch.ts';
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, nestsDeeperThan } from './body-limits.ts';
-import { type AdmissionReview, type MutationResult, mutatePod } from './mutate.ts';
+import { ADMISSION_DECISIONS, type AdmissionReview, type MutationResult, mutatePod } from './mutate.ts';
 import { readReview } from './review.ts';
 
 export interface WebhookOptions {
@@ -18,6 +19,8 @@ export interface WebhookOptions {
   readonly sidecar: SidecarOptions;
   /** How often to look for a renewed certificate. */
   readonly certPollMs: number;
+  /** Counts each answer (--metrics-listen serves them). */
+  readonly metrics?: WebhookMetrics;
 }
 
 /**
@@ -91,6 +94,7 @@ export async function startWebhook(
       };
     }
   };
+  const refused = (reason: RefusedReason) => options.metrics?.refused.inc({ reason });
   const server = https.createServer(readPair(options), (req, res) => {
     if (req.method === 'GET' && req.url === '/healthz') {
       res.writeHead(200).end('ok\n');
@@ -105,6 +109,7 @@ export async function startWebhook(
     // drained unkept for a second, so that the caller gets the answer rather than a reset of
     // its upload, and the connection is then closed.
     const tooLarge = (size: number | string) => {
+      refused('too_large');
       log.warn(
         { bytes: size, max: MAX_BODY_BYTES, from: req.socket.remoteAddress },
         'admission: a body over the cap, refused',
@@ -117,20 +122,21 @@ export async function startWebhook(
     if (declared > MAX_BODY_BYTES) return tooLarge(declared);
     const chunks: Buffer[] = [];
     let size = 0;
-    let refused = false;
+    let overCap = false;
     req.on('data', (c: Buffer) => {
-      if (refused) return;
+      if (overCap) return;
       size += c.length;
       if (size > MAX_BODY_BYTES) {
-        refused = true;
+        overCap = true;
         tooLarge(`more than ${MAX_BODY_BYTES}`);
       } else chunks.push(c);
     });
     req.on('error', () => res.destroy());
     req.on('end', () => {
-      if (refused) return;
+      if (overCap) return;
       const raw = Buffer.concat(chunks).toString('utf8');
       if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+        refused('too_deep');
         log.warn(
           { bytes: size, from: req.socket.remoteAddress },
           'admission: a body nested too deep, refused',
@@ -142,16 +148,21 @@ export async function startWebhook(
       try {
         body = JSON.parse(raw);
       } catch {
+        refused('not_json');
         res.writeHead(400).end('not an AdmissionReview: the body is not JSON\n');
         return;
       }
       const read = readReview(body);
       if ('invalid' in read) {
+        refused('not_a_review');
         res.writeHead(400).end(`not an AdmissionReview: ${read.invalid}\n`);
         return;
       }
       const { review } = read;
       const { review: answer, decision } = decide(review);
+      const label = { decision: ADMISSION_DECISIONS[decision] };
+      options.metrics?.admissions.inc(label);
+      if (answer.response.warnings?.length) options.metrics?.warned.inc(label);
       const meta = review.request?.object?.metadata;
       log.info(
         {

@@ -1,12 +1,13 @@
 // The admission webhook deployed in the cluster from deploy/webhook, unmodified but for what
 // cert-manager would do there (the TLS Secret and the caBundle): it injects the sidecar into a
-// real Pod of a labelled namespace, and that Pod runs and reports InSync.
+// real Pod of a labelled namespace, and that Pod runs and reports InSync; its metrics port counts
+// the injection.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, expect, it } from 'vitest';
-import { root } from '../cluster/app.ts';
+import { root, sample } from '../cluster/app.ts';
 import { adminKubeConfig, createTestNamespace } from '../cluster/identities.ts';
 import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { cluster, describeOnNode, kubectl, plainWorkload, useNode, webPodsInSync } from './support.ts';
@@ -82,5 +83,20 @@ describeOnNode('deploy/webhook in the cluster', () => {
     const core = admin.makeApiClient(CoreV1Api);
     const events = await core.listNamespacedEvent({ namespace: ns });
     expect(events.items.some((e) => e.reason === 'Drifted' || e.reason === 'Healed')).toBe(false);
+
+    // Its metrics port, as the chart's ServiceMonitor scrapes it: the injection counted by one
+    // of the replicas.
+    const webhooks = await core.listNamespacedPod({
+      namespace: 'config-sync-system',
+      labelSelector: 'app.kubernetes.io/name=config-sync-webhook',
+    });
+    let injected = 0;
+    for (const w of webhooks.items) {
+      const text = await (
+        await fetch(`http://${w.status?.podIP}:9464/metrics`, { signal: AbortSignal.timeout(5000) })
+      ).text();
+      injected += sample(text, 'config_sync_webhook_admissions_total', { decision: 'injected' }) ?? 0;
+    }
+    expect(injected).toBeGreaterThanOrEqual(1);
   });
 });

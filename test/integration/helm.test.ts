@@ -187,6 +187,35 @@ describe('the chart', () => {
     );
   });
 
+  it("renders a ServiceMonitor for the webhook's metrics port, only with the webhook", () => {
+    const rendered = render('serviceMonitor.enabled=true', 'serviceMonitor.labels.release=prom');
+    const [monitor] = find(rendered, 'ServiceMonitor') as (Obj & {
+      metadata: { labels: Record<string, string> };
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+    })[];
+    expect(monitor?.metadata.labels.release).toBe('prom');
+    const service = find(rendered, 'Service').find((o) =>
+      Object.entries(monitor?.spec.selector.matchLabels ?? { none: '' }).every(
+        ([k, v]) => (o.metadata as { labels?: Record<string, string> }).labels?.[k] === v,
+      ),
+    ) as (Obj & { spec: { ports: { name: string; targetPort: string }[] } }) | undefined;
+    const port = service?.spec.ports.find((p) => p.name === monitor?.spec.endpoints[0]?.port);
+    expect(port).toMatchObject({ name: 'metrics', port: 9464, targetPort: 'metrics' });
+    const webhook = find(rendered, 'Deployment')[0] as unknown as {
+      spec: {
+        template: {
+          spec: { containers: { args: string[]; ports: { name: string; containerPort: number }[] }[] };
+        };
+      };
+    };
+    const container = webhook.spec.template.spec.containers[0];
+    expect(container?.ports).toContainEqual({ name: 'metrics', containerPort: 9464 });
+    expect(container?.args.join(' ')).toContain('--metrics-listen :9464');
+    expect(find(render('serviceMonitor.enabled=true', 'webhook.enabled=false'), 'ServiceMonitor')).toEqual(
+      [],
+    );
+  });
+
   it.each([
     ['Deployment', 'apps', 'deployments'],
     ['Rollout', 'argoproj.io', 'rollouts'],
@@ -538,6 +567,8 @@ describe('helm install, upgrade, uninstall', () => {
       'webhook',
       '--listen',
       ':8443',
+      '--metrics-listen',
+      ':9464',
       '--image',
       'config-sync:0.1.0',
     ]);

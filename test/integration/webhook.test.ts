@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -16,7 +17,7 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bin, root, webDeployment } from '../cluster/app.ts';
+import { bin, root, sample, webDeployment } from '../cluster/app.ts';
 import { freeLoopbackPort } from '../cluster/ports.ts';
 import { selfSignedCertificate } from '../cluster/self-signed.ts';
 import { waitFor } from '../cluster/wait.ts';
@@ -29,6 +30,7 @@ const cert = path.join(dir, 'tls.crt');
 const key = path.join(dir, 'tls.key');
 const configName = `config-sync-inject-test-${process.pid}`;
 let port: number;
+let metricsPort: number;
 let webhook: ChildProcess | undefined;
 
 function selfSigned(): void {
@@ -41,7 +43,18 @@ function selfSigned(): void {
 function startWebhook(): ChildProcess {
   const child = spawn(
     process.execPath,
-    [bin, 'webhook', '--listen', `127.0.0.1:${port}`, '--tls-cert-file', cert, '--tls-key-file', key],
+    [
+      bin,
+      'webhook',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--metrics-listen',
+      `127.0.0.1:${metricsPort}`,
+      '--tls-cert-file',
+      cert,
+      '--tls-key-file',
+      key,
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
@@ -101,6 +114,7 @@ const hasSidecar = (pod: V1Pod) =>
 
 beforeAll(async () => {
   port = await freeLoopbackPort();
+  metricsPort = await freeLoopbackPort();
   selfSigned();
   webhook = startWebhook();
   await waitFor(async () => (await servedFingerprint()) === fileFingerprint() || undefined, {
@@ -231,6 +245,34 @@ describe('config-sync webhook', () => {
     await waitFor(async () => (await servedFingerprint()) === renewed || undefined, {
       what: 'the renewed certificate to be served',
     });
+  });
+
+  it('counts each admission by decision, its warnings and the requests it refused, on --metrics-listen', async () => {
+    // A body that is not JSON: refused before any decision.
+    const garbage = await new Promise<number>((resolve, reject) => {
+      const req = https.request(
+        { host: '127.0.0.1', port, path: '/mutate', method: 'POST', rejectUnauthorized: false },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.once('error', reject);
+      req.end('{not json');
+    });
+    expect(garbage).toBe(400);
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    // web and opted-in, and the dry-run probes before them: each injected.
+    expect(
+      sample(metrics, 'config_sync_webhook_admissions_total', { decision: 'injected' }),
+    ).toBeGreaterThanOrEqual(2);
+    // The test's Deployments run as ServiceAccount "default": injected with a warning.
+    expect(
+      sample(metrics, 'config_sync_webhook_warnings_total', { decision: 'injected' }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(sample(metrics, 'config_sync_webhook_refused_requests_total', { reason: 'not_json' })).toBe(1);
+    expect(metrics).toContain('config_sync_process_resident_memory_bytes');
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/healthz`)).status).toBe(200);
   });
 
   it('down, it never blocks Pod creation (failurePolicy Ignore)', async () => {

@@ -5,6 +5,8 @@ import { EXIT } from '../../errors.ts';
 import { checkImageReference } from '../../inject/image-ref.ts';
 import { DEFAULT_SIDECAR } from '../../inject/sidecar.ts';
 import { createLogger } from '../../log.ts';
+import { startHttpServer } from '../../metrics/server.ts';
+import { createWebhookMetrics } from '../../metrics/webhook-metrics.ts';
 import { startWebhook } from '../../webhook/server.ts';
 import { flagHelp } from '../flag-help.ts';
 import type { CliIO } from '../io.ts';
@@ -18,6 +20,13 @@ const defs: readonly SettingDef[] = [
     valueName: 'host:port',
     default: ':8443',
     description: 'HTTPS address',
+  },
+  {
+    name: 'metrics-listen',
+    env: 'CONFIG_SYNC_WEBHOOK_METRICS_LISTEN',
+    type: 'string',
+    valueName: 'host:port',
+    description: 'plain HTTP address for /metrics and /healthz (deploy/webhook: :9464); unset: none',
   },
   {
     name: 'tls-cert-file',
@@ -61,6 +70,8 @@ export const webhookCommand: Command = {
     const controller = new AbortController();
     process.once('SIGTERM', () => controller.abort());
     process.once('SIGINT', () => controller.abort());
+    const metricsListen = settings.string('metrics-listen')?.value;
+    const metrics = metricsListen ? createWebhookMetrics() : undefined;
     const server = await startWebhook(
       {
         listen: settings.string('listen')?.value ?? ':8443',
@@ -68,12 +79,24 @@ export const webhookCommand: Command = {
         keyFile: settings.string('tls-key-file')?.value ?? '',
         sidecar: { ...DEFAULT_SIDECAR, image, agentEnv, resources },
         certPollMs: 2000,
+        ...(metrics ? { metrics } : {}),
       },
       log,
       controller.signal,
     );
-    log.info({ address: server.address }, 'listening');
-    await server.closed;
+    // /metrics and /healthz on a plain port, started once the HTTPS server listens (its health
+    // is that server's); an address that cannot be had stops both, with the error.
+    let http: { address: string; closed: Promise<void> } | undefined;
+    if (metricsListen && metrics) {
+      const always = { live: () => true, ready: () => true };
+      http = await startHttpServer(metricsListen, metrics, always, controller.signal).catch(async (error) => {
+        controller.abort();
+        await server.closed;
+        throw error;
+      });
+    }
+    log.info({ address: server.address, ...(http ? { metrics: http.address } : {}) }, 'listening');
+    await Promise.all([server.closed, http?.closed]);
     log.info('stopped');
     return EXIT.ok;
   },
