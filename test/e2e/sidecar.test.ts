@@ -189,6 +189,43 @@ describeOnNode('deploy/sidecar on a real node', () => {
     });
   });
 
+  describe("the workload's own say (annotations on its Pod template)", () => {
+    const said = useExample('e2e-annotated');
+    it('on-drift alert-only: a subPath change is reported by every sidecar, and nothing restarts', async () => {
+      await patchWebAndRollOut(said.name, [
+        {
+          op: 'add',
+          path: '/spec/template/metadata/annotations',
+          value: { 'config-sync.io/on-drift': 'alert-only' },
+        },
+      ]);
+      const pods = await webPodsInSync(said.admin, said.name, 2);
+      const generation = await restartsOf(said.admin, said.name);
+      await patchConfig(said.name, { 'log.yaml': 'format: said\n' });
+      for (const pod of pods) {
+        const name = pod.metadata?.name ?? '';
+        const alert = await waitFor(
+          async () => (await agentLog(said.name, name)).find((l) => l.msg === 'not restarting: AlertOnly'),
+          {
+            what: `${name}'s alert-only decision`,
+            timeoutMs: 60_000,
+            intervalMs: 500,
+            onTimeout: () => agentLogTail(said.name, name),
+          },
+        );
+        expect(String(alert.reasons)).toContain(
+          'not restarting: config-sync.io/on-drift=alert-only on the Pod',
+        );
+        const start = (await agentLog(said.name, name)).filter((l) => l.selection === true);
+        expect(start.map((l) => l.msg)).toEqual(['on-drift alert-only, from config-sync.io/on-drift']);
+      }
+      const events = await eventsOf(said.admin, said.name);
+      expect(events.some((e) => e.reason === 'Drifted' && /SubPathStale/.test(e.message))).toBe(true);
+      expect(events.some((e) => e.reason === 'Healed')).toBe(false);
+      expect(await restartsOf(said.admin, said.name)).toBe(generation);
+    });
+  });
+
   describe('with the readiness gate', () => {
     const gated = useExample('e2e-gate');
     it('a Pod is Ready only once InSync; a subPath change is healed once and the rollout completes', async () => {

@@ -8,27 +8,16 @@ const source = (kind: 'ConfigMap' | 'Secret', name: string) => ({
   optional: false,
   defaultMode: 0o644,
 });
-const config: Target = {
+const volume = (name: string, mountPath: string, sources: ReturnType<typeof source>[]): Target => ({
   type: 'volume',
   container: 'app',
-  volume: 'config',
-  mountPath: '/etc/app',
-  sources: [source('ConfigMap', 'app-config')],
-};
-const cache: Target = {
-  type: 'volume',
-  container: 'app',
-  volume: 'cache',
-  mountPath: '/var/cache/app',
-  sources: [source('ConfigMap', 'cache-seed')],
-};
-const projected: Target = {
-  type: 'volume',
-  container: 'app',
-  volume: 'all',
-  mountPath: '/etc/all',
-  sources: [source('ConfigMap', 'shared-ca'), source('Secret', 'tls')],
-};
+  volume: name,
+  mountPath,
+  sources,
+});
+const config = volume('config', '/etc/app', [source('ConfigMap', 'app-config')]);
+const cache = volume('cache', '/var/cache/app', [source('ConfigMap', 'cache-seed')]);
+const projected = volume('all', '/etc/all', [source('ConfigMap', 'shared-ca'), source('Secret', 'tls')]);
 const secretEnv: Target = {
   type: 'env',
   container: 'app',
