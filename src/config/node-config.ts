@@ -14,7 +14,8 @@
 import fs from 'node:fs';
 import { ConfigSyncError } from '../errors.ts';
 import { isNamespaceName, isObjectName } from '../kube/names.ts';
-import { type AgentConfig, agentConfig, agentSettings } from './agent-config.ts';
+import { type AgentConfig, agentConfig } from './agent-config.ts';
+import { agentSettings } from './agent-settings.ts';
 import { defaulted, type SettingDef, type Settings } from './settings.ts';
 
 /** Where the node agent keeps its fingerprint key on the node (a hostPath in deploy/node). */

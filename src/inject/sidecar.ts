@@ -8,7 +8,7 @@ import type {
   V1Volume,
   V1VolumeMount,
 } from '@kubernetes/client-node';
-import { DEFAULT_STATE_DIR } from '../config/agent-config.ts';
+import { DEFAULT_STATE_DIR } from '../config/agent-settings.ts';
 import { DEFAULT_SIDECAR_RESOURCES } from '../config/sidecar-resources.ts';
 import { volumeSources } from '../discover/targets.ts';
 

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentSettings } from '../../src/config/agent-config.ts';
+import { agentSettings } from '../../src/config/agent-settings.ts';
 import { durationMs, durationSetting } from '../../src/config/durations.ts';
 import { resolveSettings } from '../../src/config/settings.ts';
 import { ConfigSyncError } from '../../src/errors.ts';

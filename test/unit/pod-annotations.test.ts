@@ -2,7 +2,8 @@
 // a value that cannot be read never replaced by a default in silence (the Pod is then never
 // restarted), and the agent's flags overridden for that Pod only.
 import { describe, expect, it } from 'vitest';
-import { type AgentConfig, agentConfig, agentSettings } from '../../src/config/agent-config.ts';
+import { type AgentConfig, agentConfig } from '../../src/config/agent-config.ts';
+import { agentSettings } from '../../src/config/agent-settings.ts';
 import { parsePodAnnotations, readPodAnnotations } from '../../src/config/pod-annotations.ts';
 import { resolveSettings } from '../../src/config/settings.ts';
 

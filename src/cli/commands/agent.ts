@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { type AgentHandle, startAgent } from '../../agent/agent.ts';
 import { openRuntime, type Runtime } from '../../agent/runtime.ts';
-import { agentConfig, agentSettings, loopConfig } from '../../config/agent-config.ts';
+import { agentConfig, loopConfig } from '../../config/agent-config.ts';
+import { agentSettings } from '../../config/agent-settings.ts';
 import { resolveSettings } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
 import { createLogger } from '../../log.ts';

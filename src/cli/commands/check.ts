@@ -1,6 +1,7 @@
 import { runOnce } from '../../agent/oneshot.ts';
 import { openRuntime } from '../../agent/runtime.ts';
-import { agentConfig, targetSettings } from '../../config/agent-config.ts';
+import { agentConfig } from '../../config/agent-config.ts';
+import { targetSettings } from '../../config/agent-settings.ts';
 import { resolveSettings } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
 import { flagHelp } from '../flag-help.ts';

@@ -1,6 +1,7 @@
 import { runOnce } from '../../agent/oneshot.ts';
 import { openRuntime, type Runtime } from '../../agent/runtime.ts';
-import { agentConfig, targetSettings } from '../../config/agent-config.ts';
+import { agentConfig } from '../../config/agent-config.ts';
+import { targetSettings } from '../../config/agent-settings.ts';
 import { outputSetting, resolveSettings, type SettingDef } from '../../config/settings.ts';
 import { EXIT } from '../../errors.ts';
 import { emitEvent, restartWorkload } from '../../heal/executor.ts';
