@@ -64,7 +64,16 @@ export interface AgentConfig {
   readonly reloadDefaults: { readonly fallback: HealMode; readonly settleMs: number };
   /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
   readonly warnings: readonly string[];
+  /**
+   * The settings a Pod's annotations may replace that `check` or `heal` was given on its command
+   * line: an operator's `heal --dry-run --grace 0s` means that grace, whatever the Pod says. The
+   * long-running agent has none: there the workload's annotation wins over its flags.
+   */
+  readonly commandLine: readonly string[];
 }
+
+/** The settings a Pod's annotations may replace (config/pod-annotations.ts). */
+const ANNOTATED_SETTINGS = ['grace', 'on-drift', 'reload-url', 'reload-signal', 'reload-process'];
 
 /** The long-running agent's loop, endpoints and log level. */
 export interface LoopConfig {
@@ -174,6 +183,10 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
     reload,
     reloadDefaults: { fallback, settleMs },
     warnings,
+    commandLine:
+      command === 'check' || command === 'heal'
+        ? ANNOTATED_SETTINGS.filter((name) => settings.string(name)?.source === `--${name}`)
+        : [],
   };
 }
 

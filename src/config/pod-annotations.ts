@@ -1,7 +1,8 @@
 // A workload's own say over its Pods, from their annotations (kube/annotations.ts, POD_SETTING,
 // set on the Pod template): what is checked and what is done about drift, for that Pod only.
 // The sidecar reads its own Pod's, the node agent each served Pod's; they win over the agent's
-// flags for that Pod. Pure: the Pod is read at the edge.
+// flags for that Pod, though not over a --grace or --on-drift an operator gives `check` or
+// `heal` on its command line. Pure: the Pod is read at the edge.
 //
 // A value that cannot be read is never replaced by a default in silence: the Pod is still
 // checked (with what could be read) and never restarted, and each problem is told (an
@@ -178,13 +179,38 @@ export function parsePodAnnotations(
   };
 }
 
+/**
+ * The annotations less what `check` or `heal` was given on its command line (an operator's
+ * `--grace 0s` to see the plan now), each with a line that says so.
+ */
+function outranked(said: PodAnnotations, commandLine: readonly string[]): PodAnnotations {
+  const given = new Set(commandLine);
+  let lines = [...said.lines];
+  const over = (name: string) => {
+    lines = lines.filter((l) => !l.includes(`from ${PREFIX}${name}`));
+    lines.push(`${PREFIX}${name} is set, and --${name} on the command line wins over it`);
+  };
+  let out: PodAnnotations = said;
+  if (said.graceMs !== undefined && given.has('grace')) {
+    const { graceMs: _, ...rest } = out;
+    out = rest;
+    over('grace');
+  }
+  if (said.mode !== undefined && given.has('on-drift')) {
+    const { mode: _, trigger: __, ...rest } = out;
+    out = rest;
+    over('on-drift');
+  }
+  return { ...out, lines };
+}
+
 /** The annotations applied to the agent's configuration for this Pod: steps (5) and (6). */
 export function readPodAnnotations(
   base: AgentConfig,
   annotations: Readonly<Record<string, string>> | undefined,
   agent: AgentKind,
 ): PodAnnotationSettings {
-  const said = parsePodAnnotations(annotations, agent);
+  const said = outranked(parsePodAnnotations(annotations, agent), base.commandLine);
   const problems = [...said.problems];
   const verify = said.graceMs === undefined ? base.verify : { ...base.verify, graceMs: said.graceMs };
   const modeFrom = `${POD_SETTING.onDrift}=${said.mode} on the Pod`;

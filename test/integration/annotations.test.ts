@@ -72,11 +72,16 @@ describe('per-workload annotations', () => {
     expect(await deploymentVersion(ns.admin)).toBe(before);
   });
 
-  it('grace on the Pod wins over --grace', async () => {
-    await annotatePod({ 'config-sync.io/grace': '10m' });
-    const check = await cli(['check', '--grace', '0s'], pod.env);
-    expect(check.stdout).toMatch(/^propagating: app:\/etc\/app Propagating: .* within the 600s window/);
-    expect(check.status).toBe(0);
+  it("grace on the Pod wins over the agent's own; --grace on check's command line wins over it", async () => {
+    await annotatePod({ 'config-sync.io/grace': '0s' });
+    const check = await cli(['check'], pod.env);
+    expect(check.stdout).toMatch(/^drift: app:\/etc\/app ContentDrift: .* past the 0s grace/);
+    expect(check.status).toBe(1);
+    const operator = await cli(['check', '--grace', '10m'], pod.env);
+    expect(operator.stdout).toMatch(/^propagating: app:\/etc\/app Propagating: .* within the 600s window/);
+    expect(operator.status).toBe(0);
+    const dry = await cli(['heal', '--dry-run', '--grace', '10m'], pod.env);
+    expect(dry.stdout).toContain('config-sync.io/grace is set, and --grace on the command line wins over it');
   });
 
   it('ignore leaving nothing to check: a clear error naming the annotation, and doctor shows it', async () => {

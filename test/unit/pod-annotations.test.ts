@@ -189,6 +189,25 @@ describe('readPodAnnotations', () => {
     expect(pod.config.reload).toBeUndefined();
   });
 
+  it("gives way to check's and heal's own --grace and --on-drift on the command line, not to the agent's", () => {
+    const annotations = { 'config-sync.io/grace': '10s', 'config-sync.io/on-drift': 'alert-only' };
+    const settings = resolveSettings('heal', agentSettings, ['--grace', '0s', '--on-drift', 'restart'], {});
+    const heal = readPodAnnotations(agentConfig('heal', settings), annotations, 'sidecar');
+    expect(heal.config.verify.graceMs).toBe(0);
+    expect(heal.config.heal.mode).toBe('restart');
+    expect(heal.lines).toEqual([
+      'config-sync.io/grace is set, and --grace on the command line wins over it',
+      'config-sync.io/on-drift is set, and --on-drift on the command line wins over it',
+    ]);
+    const agent = readPodAnnotations(
+      config('--grace', '0s', '--on-drift', 'restart'),
+      annotations,
+      'sidecar',
+    );
+    expect(agent.config.verify.graceMs).toBe(10_000);
+    expect(agent.config.heal.mode).toBe('alert-only');
+  });
+
   it('never restarts a Pod whose annotations cannot be read, whatever else they say, and says why', () => {
     const base = config('--on-drift', 'restart');
     const pod = readPodAnnotations(
