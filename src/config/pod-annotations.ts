@@ -87,8 +87,10 @@ export function parsePodAnnotations(
   for (const word of (ignoreText ?? '').split(/[\s,]+/).filter(Boolean)) {
     const [kindWord = '', name = '', ...rest] = word.split('/');
     const kind = IGNORE_KINDS[kindWord.toLowerCase()];
-    if (kind && rest.length === 0 && isObjectName(name)) ignore.push({ kind, name });
-    else
+    if (kind && rest.length === 0 && isObjectName(name)) {
+      // Named twice is named once: a second copy would be told as matching nothing.
+      if (!ignore.some((e) => e.kind === kind && e.name === name)) ignore.push({ kind, name });
+    } else
       bad(
         POD_SETTING.ignore,
         ignoreText ?? '',

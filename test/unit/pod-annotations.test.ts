@@ -19,9 +19,9 @@ describe('parsePodAnnotations', () => {
     });
   });
 
-  it('reads ignore entries separated by commas or spaces, kinds in any case', () => {
+  it('reads ignore entries separated by commas or spaces, kinds in any case, each once', () => {
     const said = parsePodAnnotations(
-      { 'config-sync.io/ignore': 'volume/cache, ConfigMap/flags  secret/tls' },
+      { 'config-sync.io/ignore': 'volume/cache, ConfigMap/flags  secret/tls,configmap/flags' },
       'node',
     );
     expect(said.problems).toEqual([]);
