@@ -9,11 +9,9 @@ import type {
   V1SelfSubjectReview,
   VersionInfo,
 } from '@kubernetes/client-node';
-import { parsePodAnnotations } from '../config/pod-annotations.ts';
-import { hasConfigSyncSidecar, whoServes } from '../discover/node-pods.ts';
-import { selectTargets } from '../discover/selection.ts';
+import { whoServes } from '../discover/node-pods.ts';
 import { discoverTargets, referencedSources, type SourceRef } from '../discover/targets.ts';
-import { ConfigSyncError } from '../errors.ts';
+import type { ConfigSyncError } from '../errors.ts';
 import {
   controllerOf,
   podOrdinalOf,
@@ -33,14 +31,11 @@ import {
   workloadNamedByReplicaSet,
 } from '../kube/resources.ts';
 import type { Scope, Sourced } from '../kube/scope.ts';
+import { podSelectionReport } from './pod-selection.ts';
+import { type Problem, problemOf } from './problem.ts';
 import { serverVersionFindings } from './server-version.ts';
 
-export interface Problem {
-  readonly code: string;
-  readonly domain: ConfigSyncError['domain'];
-  readonly message: string;
-  readonly hint?: string;
-}
+export { type Problem, problemOf } from './problem.ts';
 
 export interface CheckedNeed extends AccessNeed {
   readonly allowed: boolean;
@@ -63,18 +58,6 @@ export interface DoctorReport {
   readonly selection?: readonly string[];
   readonly access: readonly CheckedNeed[];
   readonly problems: readonly Problem[];
-}
-
-export function problemOf(error: unknown): Problem {
-  if (error instanceof ConfigSyncError) {
-    return {
-      code: error.code,
-      domain: error.domain,
-      message: error.message,
-      ...(error.hint ? { hint: error.hint } : {}),
-    };
-  }
-  return { code: 'CS_INTERNAL', domain: 'internal', message: (error as Error)?.message ?? String(error) };
 }
 
 export interface DoctorInput {
@@ -174,23 +157,10 @@ export async function runDoctorChecks(input: DoctorInput): Promise<DoctorReport>
     try {
       const pod = await client.get<V1Pod>({ resource: 'pods', namespace, name: podName });
       const discovery = discoverTargets(pod, { self: input.selfContainer, containers: input.containers });
-      // The workload's annotations, as the agent that serves it would read them: what they
-      // leave out is not checked, so its sources need no access; a value that cannot be read
-      // is a problem (the agent never restarts the Pod until it is fixed).
-      const said = parsePodAnnotations(
-        pod.metadata?.annotations,
-        hasConfigSyncSidecar(pod) ? 'sidecar' : 'node',
-      );
-      const selected = selectTargets(discovery.targets, said.selection);
-      selection.push(...said.lines, ...selected.excluded, ...selected.unmatched);
-      for (const problem of said.problems)
-        problems.push(
-          problemOf(
-            new ConfigSyncError('CS_CONFIG_BAD_ANNOTATION', `Pod ${podName}: ${problem}`, {
-              hint: 'fix the annotation on the Pod template; until then the agent reports drift in this Pod and never restarts it',
-            }),
-          ),
-        );
+      // What the workload's annotations leave out is not checked, so its sources need no access.
+      const selected = podSelectionReport(pod, discovery.targets);
+      selection.push(...selected.lines);
+      problems.push(...selected.problems);
       for (const ref of referencedSources(selected.targets)) sources.set(`${ref.kind}/${ref.name}`, ref);
       notes.push(...discovery.notes);
       // Who checks it: its sidecar, the node agent (opted in by the Pod or its namespace's
