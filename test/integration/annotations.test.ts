@@ -2,11 +2,13 @@
 // and a ConfigMap's "never restart for me", as check, heal, doctor and the agent read them:
 // the built CLI in the agent's identity with exactly the shipped Role, against the real API.
 // The annotations are set on the Pod as admin, as a Pod inherits them from its template.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
-import { AgentProcess, type AppPod, cli, createApp, updateConfig } from './support-app.ts';
+import { AgentProcess, type AppPod, cli, createApp, updateConfig, writeMount } from './support-app.ts';
 
 const ns = useNamespace('annotations');
 let pod: AppPod;
@@ -173,5 +175,55 @@ describe('annotations that cannot be read', () => {
     ]);
     expect(events.every((e) => e.type === 'Warning')).toBe(true);
     expect(await deploymentVersion(ns.admin)).toBe(before);
+  });
+});
+
+describe('reload mode from the Pod alone', () => {
+  const own = useNamespace('annotations-reload');
+
+  it("the agent, started with no reload flag, reloads the app at the Pod's reload-url once the files match", async () => {
+    const [app] = (await createApp(own.admin, own.name, 1)) as [AppPod];
+    const posts: number[] = [];
+    const server = http.createServer((req, res) => {
+      posts.push(Date.now());
+      req.resume();
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`;
+      await own.admin.makeApiClient(CoreV1Api).patchNamespacedPod({
+        name: app.name,
+        namespace: own.name,
+        body: [
+          {
+            op: 'add',
+            path: '/metadata/annotations',
+            value: { 'config-sync.io/on-drift': 'reload', 'config-sync.io/reload-url': url },
+          },
+        ],
+      });
+      agent = AgentProcess.start(app, ['--grace', '30s']);
+      await agent.waitFor((l) => l.state === 'InSync', 'InSync');
+      expect(
+        agent.lines.some(
+          (l) =>
+            l.msg === 'on-drift reload, from config-sync.io/on-drift, trigger from its reload-* annotations',
+        ),
+      ).toBe(true);
+      const data = { 'app.yaml': 'level: reload\n' };
+      await updateConfig(own.admin, own.name, data);
+      writeMount(app.mountRoot, data);
+      await agent.waitFor((l) => l.msg === 'reloaded the app', 'the reload');
+      expect(posts).toHaveLength(1);
+      const d = await own.admin
+        .makeApiClient(AppsV1Api)
+        .readNamespacedDeployment({ name: 'web', namespace: own.name });
+      expect(d.spec?.template.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt']).toBeUndefined();
+    } finally {
+      await agent?.stop();
+      agent = undefined;
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
