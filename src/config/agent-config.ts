@@ -65,7 +65,7 @@ export interface AgentConfig {
   /** Settings that work but may not mean what was intended: the agent logs them, check and heal print them. */
   readonly warnings: readonly string[];
   /**
-   * The settings a Pod's annotations may replace that `check` or `heal` was given on its command
+   * The settings a Pod's annotations may replace (grace, on-drift) that `check` or `heal` was given on its command
    * line: an operator's `heal --dry-run --grace 0s` means that grace, whatever the Pod says. The
    * long-running agent has none: there the workload's annotation wins over its flags.
    */
@@ -73,7 +73,7 @@ export interface AgentConfig {
 }
 
 /** The settings a Pod's annotations may replace (config/pod-annotations.ts). */
-const ANNOTATED_SETTINGS = ['grace', 'on-drift', 'reload-url', 'reload-signal', 'reload-process'];
+const ANNOTATED_SETTINGS = ['grace', 'on-drift'];
 
 /** The long-running agent's loop, endpoints and log level. */
 export interface LoopConfig {
@@ -119,7 +119,10 @@ export function agentConfig(command: string, settings: Settings): AgentConfig {
       'use --reload-fallback restart (default) or alert-only',
     );
   }
-  const heal: HealPolicy = { mode: onDrift === 'reload' ? fallback : onDrift, minRestartIntervalMs };
+  const heal: HealPolicy =
+    onDrift === 'reload'
+      ? { mode: fallback, minRestartIntervalMs, modeFrom: `--reload-fallback ${fallback}, in reload mode` }
+      : { mode: onDrift, minRestartIntervalMs };
 
   // (3) The node agent has no mount root: it reads kubelet's directories (node-config.ts).
   const mountRoot = settings.string('mount-root') ?? { value: '/', source: 'default' };

@@ -155,12 +155,12 @@ export function parsePodAnnotations(
   } else if (modeText !== undefined && modeText !== 'reload') {
     bad(POD_SETTING.onDrift, modeText, 'is not restart, alert-only or reload', 'write one of those');
   }
-  if (modeText === 'reload' || (modeText === undefined && reloadAnnotated && agent === 'sidecar')) {
+  if (agent === 'sidecar' && (modeText === 'reload' || (modeText === undefined && reloadAnnotated))) {
     const parsed = parseReloadTrigger(reloadGiven, (part) => `${PREFIX}reload-${part}`);
     if ('trigger' in parsed) trigger = parsed.trigger;
     else if (parsed.why !== '')
       problems.push(`${parsed.why}; write a reload URL, or a signal with the process to send it to`);
-    if (modeText === 'reload' && agent === 'sidecar') {
+    if (modeText === 'reload') {
       mode = 'reload';
       lines.push(
         `on-drift reload, from ${POD_SETTING.onDrift}${trigger ? ', trigger from its reload-* annotations' : ", trigger from the agent's --reload-*"}`,
@@ -224,7 +224,12 @@ export function readPodAnnotations(
   } else if (said.mode === 'reload') {
     const trigger = said.trigger ?? base.reload?.trigger;
     if (trigger) {
-      heal = { ...base.heal, mode: base.reloadDefaults.fallback, modeFrom };
+      const { fallback } = base.reloadDefaults;
+      heal = {
+        ...base.heal,
+        mode: fallback,
+        modeFrom: `--reload-fallback ${fallback}, in reload mode from ${modeFrom}`,
+      };
       reload = { trigger, settleMs: base.reloadDefaults.settleMs };
     } else
       problems.push(

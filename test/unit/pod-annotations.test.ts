@@ -91,6 +91,8 @@ describe('parsePodAnnotations', () => {
     const node = parsePodAnnotations(annotations, 'node');
     expect(node.mode).toBeUndefined();
     expect(node.problems[0]).toContain('is not available to the node agent');
+    expect(node.trigger).toBeUndefined();
+    expect(node.lines.some((l) => l.startsWith('reload trigger from'))).toBe(false);
   });
 
   it.each([
@@ -165,6 +167,9 @@ describe('readPodAnnotations', () => {
       settleMs: 3000,
     });
     expect(pod.config.heal.mode).toBe('alert-only');
+    expect(pod.config.heal.modeFrom).toBe(
+      '--reload-fallback alert-only, in reload mode from config-sync.io/on-drift=reload on the Pod',
+    );
   });
 
   it("turns reload mode on with the flags' trigger when the annotation gives none", () => {
