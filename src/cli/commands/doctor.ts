@@ -11,7 +11,7 @@ import {
 import { parseWatchSpec } from '../../discover/watch-spec.ts';
 import { type DoctorReport, type Problem, problemOf, runDoctorChecks } from '../../doctor/checks.ts';
 import { formatJson, formatText } from '../../doctor/format.ts';
-import { ConfigSyncError, EXIT } from '../../errors.ts';
+import { ConfigSyncError, DOMAIN_EXIT, EXIT } from '../../errors.ts';
 import { createKubeClient } from '../../kube/client.ts';
 import { resolveScope, type Scope } from '../../kube/scope.ts';
 import { gatherScopeFacts } from '../../kube/scope-facts.ts';
@@ -29,13 +29,11 @@ const defs: readonly SettingDef[] = [
 ];
 
 // A configuration problem is the root cause of whatever permission errors follow from it (the
-// wrong namespace gives 403s), so it decides the exit code first.
+// wrong namespace gives 403s), so it decides the exit code first: the lowest domain exit code
+// (usage and config 2, api and permission 3, internal 4) of all the problems.
 function exitFor(report: DoctorReport): number {
   if (report.problems.length === 0) return EXIT.ok;
-  const domains = new Set(report.problems.map((p: Problem) => p.domain));
-  if (domains.has('usage') || domains.has('config')) return EXIT.usage;
-  if (domains.has('permission') || domains.has('api')) return EXIT.api;
-  return EXIT.internal;
+  return Math.min(...report.problems.map((p: Problem) => DOMAIN_EXIT[p.domain]));
 }
 
 export const doctorCommand: Command = {
