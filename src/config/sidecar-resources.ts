@@ -59,7 +59,7 @@ export function quantityValue(text: string): number | undefined {
 
 /** The sidecar's resources from the settings given; any not given keeps its default. */
 export function sidecarResources(command: string, settings: Settings): V1ResourceRequirements {
-  const chosen: Record<string, string> = { ...DEFAULT_SIDECAR_RESOURCES };
+  const chosen: Record<keyof typeof DEFAULT_SIDECAR_RESOURCES, string> = { ...DEFAULT_SIDECAR_RESOURCES };
   const origin: Record<string, string> = {};
   for (const s of SETTINGS) {
     const given = settings.string(s.name);
@@ -74,16 +74,25 @@ export function sidecarResources(command: string, settings: Settings): V1Resourc
     chosen[s.field] = given.value;
     origin[s.field] = given.source;
   }
-  const request = quantityValue(chosen.memoryRequest as string) ?? 0;
-  const limit = quantityValue(chosen.memoryLimit as string) ?? 0;
+  const request = quantityValue(chosen.memoryRequest) ?? 0;
+  const limit = quantityValue(chosen.memoryLimit) ?? 0;
   if (request > limit)
     throw new ConfigSyncError(
       'CS_USAGE_BAD_FLAG',
       `${command}: the sidecar's memory request ${chosen.memoryRequest} (from ${origin.memoryRequest ?? 'the default'}) is above its limit ${chosen.memoryLimit} (from ${origin.memoryLimit ?? 'the default'}); Kubernetes refuses such a Pod`,
       { hint: 'raise --sidecar-memory-limit with the request, or lower the request' },
     );
-  return {
-    requests: { cpu: chosen.cpuRequest as string, memory: chosen.memoryRequest as string },
-    limits: { memory: chosen.memoryLimit as string },
-  };
+  return requirements(chosen);
+}
+
+/** The three quantities as a container's requests and limits. */
+function requirements(
+  r: Readonly<Record<keyof typeof DEFAULT_SIDECAR_RESOURCES, string>>,
+): V1ResourceRequirements {
+  return { requests: { cpu: r.cpuRequest, memory: r.memoryRequest }, limits: { memory: r.memoryLimit } };
+}
+
+/** The defaults as a container's requests and limits, a new object each time (inject/sidecar.ts, where none are given). */
+export function defaultSidecarRequirements(): V1ResourceRequirements {
+  return requirements(DEFAULT_SIDECAR_RESOURCES);
 }

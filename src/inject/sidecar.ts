@@ -9,7 +9,7 @@ import type {
   V1VolumeMount,
 } from '@kubernetes/client-node';
 import { DEFAULT_STATE_DIR } from '../config/agent-settings.ts';
-import { DEFAULT_SIDECAR_RESOURCES } from '../config/sidecar-resources.ts';
+import { defaultSidecarRequirements } from '../config/sidecar-resources.ts';
 import { volumeSources } from '../discover/targets.ts';
 
 /**
@@ -93,13 +93,7 @@ export function sidecarContainer(spec: V1PodSpec, options: SidecarOptions): V1Co
     ],
     ports: [{ name: 'metrics', containerPort: 9464 }],
     volumeMounts: [...configMounts(spec), STATE_MOUNT],
-    resources: options.resources ?? {
-      requests: {
-        cpu: DEFAULT_SIDECAR_RESOURCES.cpuRequest,
-        memory: DEFAULT_SIDECAR_RESOURCES.memoryRequest,
-      },
-      limits: { memory: DEFAULT_SIDECAR_RESOURCES.memoryLimit },
-    },
+    resources: options.resources ?? defaultSidecarRequirements(),
     // Complete on its own, so the sidecar passes Pod Security "restricted" whatever the Pod sets.
     securityContext: {
       runAsNonRoot: true,
