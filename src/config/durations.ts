@@ -56,20 +56,34 @@ export function describeOrigin(name: string, setting: Sourced<string>): string {
 export function durationSetting(command: string, settings: Settings, name: string): number {
   const setting = settings.string(name);
   if (!setting) throw new Error(`durationSetting: ${name} has no value and no default`);
-  const range = DURATION_RANGES[name];
-  const ms = durationMs(setting.value);
+  const checked = checkDuration(name, setting.value);
+  if ('ms' in checked) return checked.ms;
   const where = describeOrigin(name, setting);
-  if (ms === undefined) {
-    throw durationError(command, name, `${where} is not a duration (examples: 90s, 1m30s, 500ms)`);
-  }
-  if (range && (ms < range.min || ms > range.max)) {
-    throw durationError(
-      command,
-      name,
-      `${where} is out of range: --${name} takes ${formatDuration(range.min)} to ${formatDuration(range.max)}`,
-    );
-  }
-  return ms;
+  throw durationError(
+    command,
+    name,
+    checked.fault === 'not a duration'
+      ? `${where} is not a duration (examples: 90s, 1m30s, 500ms)`
+      : `${where} is out of range: --${name} takes ${formatDuration(checked.range.min)} to ${formatDuration(checked.range.max)}`,
+  );
+}
+
+/**
+ * `raw` as the duration setting `name` takes it: its ms, or what is wrong with it (and the range
+ * it must be in). For the settings, and for a Pod's annotation that stands in for one
+ * (pod-annotations.ts), which report it each in their own way.
+ */
+export function checkDuration(
+  name: string,
+  raw: string,
+):
+  | { readonly ms: number }
+  | { readonly fault: 'not a duration' | 'out of range'; readonly range: { min: number; max: number } } {
+  const range = DURATION_RANGES[name] ?? { min: 0, max: Number.POSITIVE_INFINITY };
+  const ms = durationMs(raw);
+  if (ms === undefined) return { fault: 'not a duration', range };
+  if (ms < range.min || ms > range.max) return { fault: 'out of range', range };
+  return { ms };
 }
 
 function durationError(command: string, name: string, message: string): ConfigSyncError {

@@ -25,7 +25,7 @@ import type { ReloadTrigger } from '../heal/reload.ts';
 import { ANNOTATION, POD_SETTING, SOURCE_RESTART_ANNOTATION } from '../kube/annotations.ts';
 import { isObjectName } from '../kube/names.ts';
 import { type AgentConfig, parseReloadTrigger } from './agent-config.ts';
-import { DURATION_RANGES, durationMs, formatDuration } from './durations.ts';
+import { checkDuration, formatDuration } from './durations.ts';
 
 /** Which agent reads them: the node agent has no reload mode. */
 export type AgentKind = 'sidecar' | 'node';
@@ -115,21 +115,19 @@ export function parsePodAnnotations(
   let graceMs: number | undefined;
   const graceText = given[POD_SETTING.grace];
   if (graceText !== undefined) {
-    const ms = durationMs(graceText);
-    const range = DURATION_RANGES.grace ?? { min: 0, max: Number.POSITIVE_INFINITY };
-    if (ms === undefined)
+    const checked = checkDuration('grace', graceText);
+    if ('ms' in checked) {
+      graceMs = checked.ms;
+      lines.push(`grace ${formatDuration(checked.ms)}, from ${POD_SETTING.grace}`);
+    } else if (checked.fault === 'not a duration')
       bad(POD_SETTING.grace, graceText, 'is not a duration', 'write e.g. 30s, 2m or 1m30s');
-    else if (ms < range.min || ms > range.max)
+    else
       bad(
         POD_SETTING.grace,
         graceText,
         'is out of range',
-        `write ${formatDuration(range.min)} to ${formatDuration(range.max)}`,
+        `write ${formatDuration(checked.range.min)} to ${formatDuration(checked.range.max)}`,
       );
-    else {
-      graceMs = ms;
-      lines.push(`grace ${formatDuration(ms)}, from ${POD_SETTING.grace}`);
-    }
   }
 
   // (5) A reload-* annotation without on-drift changes only how a sidecar in reload mode reloads.
