@@ -2,13 +2,19 @@
 // and a ConfigMap's "never restart for me", as check, heal, doctor and the agent read them:
 // the built CLI in the agent's identity with exactly the shipped Role, against the real API.
 // The annotations are set on the Pod as admin, as a Pod inherits them from its template.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { AppsV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
-import { AgentProcess, type AppPod, cli, createApp, updateConfig, writeMount } from './support-app.ts';
+import {
+  AgentProcess,
+  type AppPod,
+  cli,
+  createApp,
+  reloadEndpoint,
+  updateConfig,
+  writeMount,
+} from './support-app.ts';
 
 const ns = useNamespace('annotations');
 let pod: AppPod;
@@ -183,15 +189,8 @@ describe('reload mode from the Pod alone', () => {
 
   it("the agent, started with no reload flag, reloads the app at the Pod's reload-url once the files match", async () => {
     const [app] = (await createApp(own.admin, own.name, 1)) as [AppPod];
-    const posts: number[] = [];
-    const server = http.createServer((req, res) => {
-      posts.push(Date.now());
-      req.resume();
-      res.writeHead(200).end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { url, posts, close } = await reloadEndpoint();
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`;
       await own.admin.makeApiClient(CoreV1Api).patchNamespacedPod({
         name: app.name,
         namespace: own.name,
@@ -223,7 +222,7 @@ describe('reload mode from the Pod alone', () => {
     } finally {
       await agent?.stop();
       agent = undefined;
-      await new Promise((resolve) => server.close(resolve));
+      await close();
     }
   });
 });

@@ -2,14 +2,13 @@
 // kubelet-style volume swaps: a burst of changes costs at most two reloads, the last one after
 // the last change; files that changed while no agent watched are reloaded once if, and only if,
 // the app's container started before the swap.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../cluster/wait.ts';
 import { useNamespace } from './support.ts';
 import {
   AgentProcess,
   type AppPod,
+  reloadEndpoint as appReloadEndpoint,
   appStartedAt,
   createApp,
   updateConfig,
@@ -21,17 +20,11 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** The app's reload endpoint: records when each POST came. */
+/** The app's reload endpoint (support-app.ts), closed after the test. */
 async function reloadEndpoint(): Promise<{ url: string; posts: number[] }> {
-  const posts: number[] = [];
-  const server = http.createServer((req, res) => {
-    posts.push(Date.now());
-    req.resume();
-    res.writeHead(200).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup.push(() => new Promise((resolve) => server.close(resolve)));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`, posts };
+  const endpoint = await appReloadEndpoint();
+  cleanup.push(endpoint.close);
+  return endpoint;
 }
 
 function startAgent(pod: AppPod, url: string): AgentProcess {

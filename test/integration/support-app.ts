@@ -1,6 +1,8 @@
 // The test/cluster/app.ts helpers bound to this test run's control plane, and the CLI runner that
 // checks every output for the Secret value.
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CoreV1Api, type KubeConfig, type V1Deployment, type V1StatefulSet } from '@kubernetes/client-node';
 import { expect } from 'vitest';
 import * as app from '../cluster/app.ts';
@@ -171,5 +173,21 @@ export function oneReplicaApp(name: string, serviceAccountName: string): V1Deplo
         },
       },
     },
+  };
+}
+
+/** An app's reload endpoint on 127.0.0.1: answers 200 and records when each POST came. */
+export async function reloadEndpoint(): Promise<{ url: string; posts: number[]; close(): Promise<void> }> {
+  const posts: number[] = [];
+  const server = http.createServer((req, res) => {
+    posts.push(Date.now());
+    req.resume();
+    res.writeHead(200).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/-/reload`,
+    posts,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
